@@ -1,0 +1,1 @@
+"""ldptel aggregator: shard workers, window state, estimates and reports."""

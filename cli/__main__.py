@@ -1,0 +1,5 @@
+import sys
+
+from ldptel.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,52 @@
+"""`ldptel`: one command, one subcommand per job. Subcommand modules load only when used,
+so `ldptel simulate` on a client-only install never imports the services."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ldptel.client.errors import LdptelError
+
+#: subcommand -> (module under ldptel.cli, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "simulate": ("simulate", "simulate n clients through an oracle and print the estimates"),
+    "audit": ("audit", "measure an oracle's privacy loss against its claimed epsilon"),
+}
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ldptel", description="Local-differential-privacy telemetry."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(f"ldptel.cli.{module}").add_arguments(command)
+        command.set_defaults(module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `ldptel` command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = importlib.import_module(f"ldptel.cli.{args.module}").run
+    try:
+        return int(run(args))
+    except (LdptelError, CliError) as error:
+        print(f"ldptel {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"ldptel {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Errors raised at ldptel's boundaries; each names the field at fault and the reason."""
+
+from __future__ import annotations
+
+
+class LdptelError(ValueError):
+    """Base of ldptel's validation errors: `field` is what was wrong, `reason` why."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class ParameterError(LdptelError):
+    """An oracle or campaign parameter is out of its valid range."""
+
+
+class ReportError(LdptelError):
+    """An untrusted report failed validation; `index` is its position in the batch."""
+
+    def __init__(self, field: str, reason: str, index: int | None = None) -> None:
+        where = f"reports[{index}].{field}" if index is not None else field
+        super().__init__(where, reason)
+        self.index = index

@@ -1,0 +1,47 @@
+"""The frequency oracles, by their protocol names.
+
+One module per oracle; the client perturbs, the collector validates and the aggregator
+estimates with the same class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ldptel.client.errors import ParameterError
+from ldptel.client.oracles.base import FrequencyOracle, PureOracle, ReportBatch, WireReport
+from ldptel.client.oracles.de import DirectEncoding
+
+#: Protocol name -> oracle class. Explicit, so a name on the wire always means one class.
+ORACLES: dict[str, type[FrequencyOracle]] = {
+    "de": DirectEncoding,
+}
+
+#: Other names people know the same oracles by.
+ALIASES: dict[str, str] = {"krr": "de", "rappor-basic": "sue"}
+
+
+def oracle_class(name: str) -> type[FrequencyOracle]:
+    """The oracle class registered under `name` (or an alias)."""
+    key = ALIASES.get(name, name)
+    if key not in ORACLES:
+        known = ", ".join(sorted(ORACLES))
+        raise ParameterError("oracle", f"unknown oracle {name!r}; known: {known}")
+    return ORACLES[key]
+
+
+def make_oracle(name: str, **params: Any) -> FrequencyOracle:
+    """Build a validated oracle: `make_oracle("olh", epsilon=1.0, domain_size=64)`."""
+    return oracle_class(name)(**params)
+
+
+__all__ = [
+    "ALIASES",
+    "ORACLES",
+    "FrequencyOracle",
+    "PureOracle",
+    "ReportBatch",
+    "WireReport",
+    "make_oracle",
+    "oracle_class",
+]

@@ -1,0 +1,198 @@
+"""The contract every frequency oracle keeps, and the parts all of them share.
+
+A report batch is a dict of named numpy columns (first axis = report), whose names, dtypes
+and per-report widths the oracle declares in `fields`; that schema gives every oracle the
+same compact storage form (`pack`/`unpack`) for the collector and the aggregator.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.randomness import Rng, default_rng
+
+ReportBatch = dict[str, NDArray[Any]]
+WireReport = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One column of a report batch: `width` values per report (0 means a scalar)."""
+
+    name: str
+    dtype: str
+    width: int = 0
+
+    def shape(self, n: int) -> tuple[int, ...]:
+        return (n, self.width) if self.width else (n,)
+
+    def nbytes(self, n: int) -> int:
+        return int(np.dtype(self.dtype).itemsize) * n * max(self.width, 1)
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """epsilon must be a finite real number > 0."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating)):
+        raise ParameterError(name, f"must be a number, got {type(epsilon).__name__}")
+    value = float(epsilon)
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(name, f"must be finite and > 0, got {value!r}")
+    return value
+
+
+def check_int(value: object, name: str, minimum: int, maximum: int | None = None) -> int:
+    """An integer in [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ParameterError(name, f"must be an integer, got {type(value).__name__}")
+    number = int(value)
+    if number < minimum or (maximum is not None and number > maximum):
+        upper = "" if maximum is None else f", <= {maximum}"
+        raise ParameterError(name, f"must be >= {minimum}{upper}, got {number}")
+    return number
+
+
+def check_reports(reports: object) -> Sequence[Any]:
+    """Untrusted input must be a list of report objects."""
+    if not isinstance(reports, list):
+        raise ReportError("reports", "must be a list")
+    return reports
+
+
+class FrequencyOracle(ABC):
+    """An LDP frequency oracle over the domain {0, ..., domain_size - 1}.
+
+    Subclasses validate their parameters in `__init__` (keyword-only), and implement
+    `perturb_batch`, `encode`, `decode`, `support`, `estimate` and `variance`.
+    """
+
+    name: ClassVar[str]
+    #: True if the constructor takes `labels` (the domain's values as strings), as the
+    #: hashing oracles do: they hash the item key of each label (docs/protocol.md).
+    takes_labels: ClassVar[bool] = False
+    #: The report batch's columns (set by each oracle's constructor).
+    fields: tuple[Field, ...]
+
+    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+        self.requested_epsilon = check_epsilon(epsilon)
+        self.domain_size = check_int(domain_size, "domain_size", 2, 2**24)
+
+    # -- privacy ---------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        """The epsilon this oracle actually guarantees for one report."""
+        return self.requested_epsilon
+
+    # -- client ----------------------------------------------------------------------------
+    @abstractmethod
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        """Randomize each true value (an index into the domain) independently."""
+
+    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
+        """Randomize one value; returns its wire form. Uses the OS CSPRNG by default."""
+        if not 0 <= int(value) < self.domain_size:
+            raise ParameterError("value", f"must be in [0, {self.domain_size}), got {value}")
+        batch = self.perturb_batch(np.array([value], dtype=np.int64), rng or default_rng())
+        return self.encode(batch)[0]
+
+    # -- wire ------------------------------------------------------------------------------
+    @abstractmethod
+    def encode(self, batch: ReportBatch) -> list[WireReport]:
+        """The wire form (JSON-ready dicts) of a batch of reports."""
+
+    @abstractmethod
+    def decode(self, reports: object) -> ReportBatch:
+        """Validate untrusted wire reports and return them as a batch; raises ReportError."""
+
+    # -- storage (compact, trusted: written only after `decode` validated it) -------------
+    def pack(self, batch: ReportBatch) -> bytes:
+        """Column-wise bytes of a validated batch, in `fields` order."""
+        return b"".join(
+            np.ascontiguousarray(batch[f.name], dtype=f.dtype).tobytes() for f in self.fields
+        )
+
+    def unpack(self, data: bytes, n: int) -> ReportBatch:
+        """Inverse of `pack` for a batch of n reports; raises ReportError if sizes differ."""
+        expected = sum(f.nbytes(n) for f in self.fields)
+        if len(data) != expected:
+            raise ReportError("payload", f"expected {expected} bytes for {n} reports")
+        batch: ReportBatch = {}
+        offset = 0
+        for f in self.fields:
+            size = f.nbytes(n)
+            column = np.frombuffer(
+                data, dtype=f.dtype, count=size // np.dtype(f.dtype).itemsize, offset=offset
+            )
+            batch[f.name] = column.reshape(f.shape(n))
+            offset += size
+        return batch
+
+    # -- aggregator ------------------------------------------------------------------------
+    @property
+    def support_size(self) -> int:
+        """Length of the support vector."""
+        return self.domain_size
+
+    @abstractmethod
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """Per item, how many reports support it. Support vectors of batches add."""
+
+    @abstractmethod
+    def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+        """Unbiased estimate of each item's count among n reports."""
+
+    @abstractmethod
+    def variance(
+        self, n: int, frequencies: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
+        """Exact per-item variance of `estimate` for n reports.
+
+        `frequencies` are the items' true relative frequencies f_v (the f_v-dependent term);
+        None means f_v = 0 for every item (the term most often quoted).
+        """
+
+    # -- privacy audit ---------------------------------------------------------------------
+    @abstractmethod
+    def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
+        """Map each report to one of `audit_event_count` events where the privacy loss
+        between inputs `value` and `other` concentrates (used by the sampled audit)."""
+
+    audit_event_count: int
+
+    @abstractmethod
+    def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
+        """Exact probability of each audit event for true input `value`, derived from the
+        oracle's parameters (the exact audit compares it for `value` and `other`)."""
+
+
+class PureOracle(FrequencyOracle):
+    """A 'pure' protocol (Wang et al., USENIX Security 2017, Sec. 4): a report supports its
+    true item with probability p* and any other item with probability q* < p*."""
+
+    @property
+    @abstractmethod
+    def p_star(self) -> float: ...
+
+    @property
+    @abstractmethod
+    def q_star(self) -> float: ...
+
+    def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+        # Wang et al. 2017, eq. (1): c~_v = (C_v - n q*) / (p* - q*).
+        p, q = self.p_star, self.q_star
+        return (np.asarray(support, dtype=np.float64) - n * q) / (p - q)
+
+    def variance(
+        self, n: int, frequencies: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
+        # Wang et al. 2017, eq. (2): Var = n q*(1-q*)/(p*-q*)^2 + n f_v (1-p*-q*)/(p*-q*).
+        p, q = self.p_star, self.q_star
+        f = np.zeros(self.domain_size) if frequencies is None else np.asarray(frequencies)
+        return n * q * (1 - q) / (p - q) ** 2 + n * f * (1 - p - q) / (p - q)

@@ -1,0 +1,79 @@
+"""Direct encoding (k-ary randomized response; Wang et al., USENIX Security 2017, Sec. 4.1).
+
+Wire form: {"y": int}, the reported item in [0, d).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.client.errors import ReportError
+from ldptel.client.oracles.base import Field, PureOracle, ReportBatch, WireReport, check_reports
+from ldptel.client.randomness import Rng
+
+
+class DirectEncoding(PureOracle):
+    """k-RR: keep the true value with probability p = e^eps / (e^eps + d - 1), else report one
+    of the other d - 1 values uniformly (each with q = 1 / (e^eps + d - 1))."""
+
+    name = "de"
+    audit_event_count = 3
+
+    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+        super().__init__(epsilon=epsilon, domain_size=domain_size)
+        self.fields = (Field("y", "<u4"),)
+        e = math.exp(self.requested_epsilon)
+        self.p = e / (e + self.domain_size - 1)
+        self.q = 1.0 / (e + self.domain_size - 1)
+
+    @property
+    def epsilon(self) -> float:
+        # p / q = e^eps exactly; recomputed from the parameters as the guarantee.
+        return math.log(self.p / self.q)
+
+    @property
+    def p_star(self) -> float:
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        return self.q
+
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        values = np.asarray(values, dtype=np.int64)
+        keep = rng.random(values.shape) < self.p
+        # A uniform draw from the d - 1 other values: draw in [0, d-1) and skip the true one.
+        other = rng.integers(0, self.domain_size - 1, values.shape)
+        other += other >= values
+        return {"y": np.where(keep, values, other).astype(np.uint32)}
+
+    def encode(self, batch: ReportBatch) -> list[WireReport]:
+        return [{"y": y} for y in batch["y"].tolist()]
+
+    def decode(self, reports: object) -> ReportBatch:
+        items = check_reports(reports)
+        y = np.empty(len(items), dtype=np.uint32)
+        for i, report in enumerate(items):
+            if not isinstance(report, dict):
+                raise ReportError("report", "must be an object", i)
+            value = report.get("y")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ReportError("y", "must be an integer", i)
+            if not 0 <= value < self.domain_size:
+                raise ReportError("y", f"must be in [0, {self.domain_size})", i)
+            y[i] = value
+        return {"y": y}
+
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return np.bincount(batch["y"], minlength=self.domain_size).astype(np.int64)
+
+    def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
+        y = batch["y"].astype(np.int64)
+        return np.where(y == value, 0, np.where(y == other, 1, 2))
+
+    def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
+        return np.array([self.p, self.q, 1.0 - self.p - self.q])

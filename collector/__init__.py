@@ -1,0 +1,1 @@
+"""ldptel collector: the Flask service that receives randomized reports."""

@@ -1,0 +1,58 @@
+"""Redis key names (DESIGN.md, "Redis data model"). The `{campaign:shard}` hash tag keeps a
+shard's stream, window state, checkpoint and lease in one Redis Cluster slot."""
+
+from __future__ import annotations
+
+PREFIX = "ldptel"
+
+
+def campaign(name: str) -> str:
+    """Hash: current config id, retired flag, created time."""
+    return f"{PREFIX}:campaign:{name}"
+
+
+def campaigns() -> str:
+    """Set of all campaign names."""
+    return f"{PREFIX}:campaigns"
+
+
+def config(config_id: str) -> str:
+    """String: canonical JSON of an immutable config."""
+    return f"{PREFIX}:config:{config_id}"
+
+
+def stream(name: str, shard: int) -> str:
+    """Stream of validated, randomized report batches of one shard."""
+    return f"{PREFIX}:{{{name}:{shard}}}:reports"
+
+
+def checkpoint(name: str, shard: int) -> str:
+    """String: id of the last stream entry whose support is in the window state."""
+    return f"{PREFIX}:{{{name}:{shard}}}:checkpoint"
+
+
+def lease(name: str, shard: int) -> str:
+    """String with TTL: the worker that owns the shard."""
+    return f"{PREFIX}:{{{name}:{shard}}}:lease"
+
+
+def window_state(name: str, shard: int, config_id: str, window: int, level: str = "") -> str:
+    """Hash: n and the support vector of (campaign, config, window, level) in one shard."""
+    suffix = f":{level}" if level else ""
+    return f"{PREFIX}:{{{name}:{shard}}}:state:{config_id}:{window}{suffix}"
+
+
+def quarantine(name: str, shard: int) -> str:
+    """Stream of entries the aggregator could not decode, kept for inspection."""
+    return f"{PREFIX}:{{{name}:{shard}}}:quarantine"
+
+
+def report(name: str, window: int) -> str:
+    """String: the JSON report of one window."""
+    return f"{PREFIX}:report:{name}:{window}"
+
+
+def idempotency(name: str, shard: int, key: str) -> str:
+    """String with TTL: marks a client batch as stored. The batch's shard is derived from its
+    idempotency key, so the mark and the XADD share a slot and commit in one transaction."""
+    return f"{PREFIX}:{{{name}:{shard}}}:idem:{key}"
