@@ -79,6 +79,9 @@ class FrequencyOracle(ABC):
     takes_labels: ClassVar[bool] = False
     #: The report batch's columns (set by each oracle's constructor).
     fields: tuple[Field, ...]
+    #: True if `estimate` is exactly unbiased with exactly `variance` (the contract tests
+    #: check both); an oracle whose decoder is not (full RAPPOR's NNLS fit) sets it False.
+    exact_estimator: ClassVar[bool] = True
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         self.requested_epsilon = check_epsilon(epsilon)
@@ -158,18 +161,24 @@ class FrequencyOracle(ABC):
         None means f_v = 0 for every item (the term most often quoted).
         """
 
-    # -- privacy audit ---------------------------------------------------------------------
+    # -- privacy audit (ldptel.client.audit) -----------------------------------------------
+    # The events partition the reports for the unordered pair {value, other}: swapping the
+    # two arguments must give the SAME events in the same order (e.g. order them by
+    # min(value, other), max(value, other)), so that audit_probabilities(value, other) and
+    # audit_probabilities(other, value) are P[event | value] and P[event | other] for one
+    # set of events, and the privacy loss is max over events of the log of their ratio.
     @abstractmethod
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         """Map each report to one of `audit_event_count` events where the privacy loss
-        between inputs `value` and `other` concentrates (used by the sampled audit)."""
+        between inputs `value` and `other` concentrates (used by the sampled audit).
+        Symmetric: audit_events(batch, value, other) == audit_events(batch, other, value)."""
 
     audit_event_count: int
 
     @abstractmethod
     def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
-        """Exact probability of each audit event for true input `value`, derived from the
-        oracle's parameters (the exact audit compares it for `value` and `other`)."""
+        """Exact probability of each audit event (of the pair {value, other}) when the true
+        input is `value`, derived from the oracle's parameters (used by the exact audit)."""
 
 
 class PureOracle(FrequencyOracle):

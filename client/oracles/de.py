@@ -72,8 +72,11 @@ class DirectEncoding(PureOracle):
         return np.bincount(batch["y"], minlength=self.domain_size).astype(np.int64)
 
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
+        # Events: y is the smaller of the pair, y is the larger, y is neither.
         y = batch["y"].astype(np.int64)
-        return np.where(y == value, 0, np.where(y == other, 1, 2))
+        low, high = min(value, other), max(value, other)
+        return np.where(y == low, 0, np.where(y == high, 1, 2))
 
     def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
-        return np.array([self.p, self.q, 1.0 - self.p - self.q])
+        at_low, at_high = (self.p, self.q) if value < other else (self.q, self.p)
+        return np.array([at_low, at_high, 1.0 - self.p - self.q])
