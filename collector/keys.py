@@ -42,6 +42,12 @@ def window_state(name: str, shard: int, config_id: str, window: int, level: str 
     return f"{PREFIX}:{{{name}:{shard}}}:state:{config_id}:{window}{suffix}"
 
 
+def state_index(name: str, shard: int) -> str:
+    """Sorted set: "<config_id>:<window>:<level>" members of the shard's window states,
+    scored by window start (written with the state, so report building finds them)."""
+    return f"{PREFIX}:{{{name}:{shard}}}:states"
+
+
 def quarantine(name: str, shard: int) -> str:
     """Stream of entries the aggregator could not decode, kept for inspection."""
     return f"{PREFIX}:{{{name}:{shard}}}:quarantine"
@@ -56,3 +62,14 @@ def idempotency(name: str, shard: int, key: str) -> str:
     """String with TTL: marks a client batch as stored. The batch's shard is derived from its
     idempotency key, so the mark and the XADD share a slot and commit in one transaction."""
     return f"{PREFIX}:{{{name}:{shard}}}:idem:{key}"
+
+
+def token(token_hash: str) -> str:
+    """Hash: the app an ingest token belongs to, keyed by the token's SHA-256 (hex); the
+    token itself is never stored. Its own hash tag keeps it beside its rate-limit counter."""
+    return f"{PREFIX}:{{token:{token_hash}}}"
+
+
+def rate(token_hash: str, window: int) -> str:
+    """Counter with TTL: requests of one ingest token in one fixed rate-limit window."""
+    return f"{PREFIX}:{{token:{token_hash}}}:rate:{window}"

@@ -1,0 +1,261 @@
+"""Reports: the window states of a campaign merged across shards and turned into estimates
+with variance, standard error, confidence interval, a consistent estimate and a significance
+flag per item, plus the privacy guarantee in numbers and words.
+
+A report covers one (campaign, config id, privacy level, window): configs never mix. The
+document stored per window (keys.report) holds the reports of every config seen in it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.aggregator.consistency import ALIASES, METHODS, consistent
+from ldptel.aggregator.privacy import shuffle_amplification
+from ldptel.aggregator.registry import Registry
+from ldptel.aggregator.state import StateKey, list_states, read_state
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import ParameterError
+from ldptel.client.oracles import FrequencyOracle
+from ldptel.collector import keys
+
+OK = "ok"
+NOT_ENOUGH = "not_enough_reports"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How reports are built."""
+
+    consistency: str = "norm-sub"
+    #: Below this many reports a window says "not enough reports" instead of numbers.
+    min_reports: int = 100
+    confidence: float = 0.95
+    #: Expected number of items wrongly flagged significant over the whole domain.
+    false_flags: float = 0.05
+
+    def __post_init__(self) -> None:
+        if ALIASES.get(self.consistency, self.consistency) not in METHODS:
+            known = ", ".join((*METHODS, *ALIASES))
+            raise ParameterError("consistency", f"unknown method; known: {known}")
+        if self.min_reports < 1:
+            raise ParameterError("min_reports", "must be >= 1")
+        if not 0 < self.confidence < 1:
+            raise ParameterError("confidence", "must be in (0, 1)")
+        if not 0 < self.false_flags < 1:
+            raise ParameterError("false_flags", "must be in (0, 1)")
+
+
+def iso(timestamp: float) -> str:
+    """UTC ISO 8601 with a Z."""
+    text = datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
+    return text.replace("+00:00", "Z")
+
+
+def parse_window(text: str) -> int:
+    """A window start from unix seconds or an ISO date / date-time (UTC if no zone)."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ParameterError("window", "must be unix seconds or an ISO date/time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp())
+
+
+def significance_z(domain_size: int, false_flags: float) -> float:
+    """One-sided z with Bonferroni's correction: P(flag | f_v = 0) = false_flags / d per item,
+    so the expected number of false flags over the domain is false_flags."""
+    return NormalDist().inv_cdf(1 - false_flags / domain_size)
+
+
+def item_statistics(
+    oracle: FrequencyOracle, support: NDArray[np.int64], n: int, options: ReportOptions
+) -> dict[str, NDArray[Any]]:
+    """Per item: estimate, variance, stderr, CI bounds, consistent estimate, significance."""
+    estimate = oracle.estimate(support, n)
+    # The f_v term of the variance uses the (clipped) estimated frequency of the item.
+    frequencies = np.clip(estimate / n, 0.0, 1.0)
+    variance = oracle.variance(n, frequencies)
+    stderr = np.sqrt(variance)
+    z_ci = NormalDist().inv_cdf(0.5 + options.confidence / 2)
+    # Significance tests f_v = 0, so it uses the variance under that null hypothesis.
+    threshold = significance_z(oracle.domain_size, options.false_flags) * np.sqrt(
+        oracle.variance(n, None)
+    )
+    return {
+        "estimate": estimate,
+        "variance": variance,
+        "stderr": stderr,
+        "ci_low": estimate - z_ci * stderr,
+        "ci_high": estimate + z_ci * stderr,
+        "consistent": consistent(options.consistency, estimate, n, threshold),
+        "significant": estimate > threshold,
+    }
+
+
+def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> dict[str, Any]:
+    """Local epsilon, per-user epsilon in the window, and the shuffle-amplified guarantee."""
+    per_user = oracle.epsilon * config.reports_per_window
+    users = n // config.reports_per_window
+    central = shuffle_amplification(per_user, users) if users > 0 else None
+    return {
+        "local_epsilon": oracle.epsilon,
+        "reports_per_window": config.reports_per_window,
+        "user_epsilon_per_window": per_user,
+        "lifetime_epsilon": config.lifetime_epsilon,
+        "central": central,
+    }
+
+
+def privacy_sentences(report: dict[str, Any]) -> list[str]:
+    """The privacy parameters of a report in plain words."""
+    privacy = report["privacy"]
+    eps = privacy["local_epsilon"]
+    lines = [
+        f"Every report was randomized on the user's device with the {report['oracle'].upper()} "
+        f"oracle at epsilon = {eps:.3g} (local differential privacy): whatever one user's true "
+        f"value, any report is at most e^{eps:.3g} = {math.exp(eps):.3g} times more likely "
+        "under it than under any other value.",
+    ]
+    if privacy["reports_per_window"] > 1:
+        lines.append(
+            f"A user sends at most {privacy['reports_per_window']} reports per window, so a "
+            f"user's epsilon in this window is at most {privacy['user_epsilon_per_window']:.3g}."
+        )
+    central = privacy.get("central")
+    if central and central["applies"]:
+        lines.append(
+            f"The collector keeps no identifying metadata, so the {central['n_users']:,} "
+            "reports reach the analyst as an anonymous multiset; by privacy amplification by "
+            f"shuffling this window is also ({central['epsilon']:.3g}, {central['delta']:.1g})"
+            "-differentially private in the central sense (Feldman, McMillan, Talwar 2021)."
+        )
+    elif central:
+        lines.append(f"No amplification by shuffling is claimed: {central['reason']}.")
+    return lines
+
+
+def _window(start: int, seconds: int) -> dict[str, Any]:
+    return {
+        "start": iso(start),
+        "end": iso(start + seconds),
+        "start_unix": start,
+        "seconds": seconds,
+    }
+
+
+def build_report(
+    config: CampaignConfig,
+    oracle: FrequencyOracle,
+    state: StateKey,
+    n: int,
+    support: NDArray[np.int64],
+    options: ReportOptions,
+    built_at: float | None = None,
+) -> dict[str, Any]:
+    """The report (a JSON-ready dict) of one state's merged n and support."""
+    report: dict[str, Any] = {
+        "campaign": config.name,
+        "config_id": state.config_id,
+        "level": state.level,
+        "oracle": oracle.name,
+        "epsilon": oracle.epsilon,
+        "n": n,
+        "window": _window(state.window, config.window_seconds),
+        "built_at": iso(time.time() if built_at is None else built_at),
+        "status": OK,
+        "message": "",
+        "min_reports": options.min_reports,
+        "confidence": options.confidence,
+        "consistency": ALIASES.get(options.consistency, options.consistency),
+        "significance": {
+            "z": significance_z(oracle.domain_size, options.false_flags),
+            "expected_false_flags": options.false_flags,
+            "rule": "estimate > z * stderr under f = 0 (one-sided, Bonferroni over the domain)",
+        },
+        "privacy": privacy_section(config, oracle, n),
+        "items": [],
+    }
+    if n < options.min_reports:
+        report["status"] = NOT_ENOUGH
+        report["message"] = (
+            f"not enough reports: n = {n} < {options.min_reports}, too few for estimates"
+        )
+        return report
+    stats = item_statistics(oracle, support, n, options)
+    columns = {name: values.tolist() for name, values in stats.items()}
+    report["items"] = [
+        {"item": label, "index": index, **{name: columns[name][index] for name in columns}}
+        for index, label in enumerate(config.domain)
+    ]
+    return report
+
+
+def window_shards(registry: Registry, name: str) -> range:
+    return range(registry.shard_count(name))
+
+
+def build_window(
+    client: Any,
+    registry: Registry,
+    name: str,
+    window: int,
+    options: ReportOptions | None = None,
+    built_at: float | None = None,
+) -> dict[str, Any]:
+    """The window document: one report per (config, level) with state in `window`; an empty
+    window gives one "not enough reports" report for the campaign's current config."""
+    options = options or ReportOptions()
+    built_at = time.time() if built_at is None else built_at
+    shards = window_shards(registry, name)
+    states = list_states(client, name, shards, window)
+    if not states:
+        config_id = registry.current_config_id(name)
+        if config_id is None or registry.config(config_id) is None:
+            raise ParameterError("campaign", f"unknown campaign {name!r}")
+        states = [StateKey(window, config_id, "")]
+    reports = []
+    for state in states:
+        config = registry.config(state.config_id)
+        oracle = registry.oracle(state.config_id, state.level)
+        if config is None or oracle is None:
+            continue  # never written: the worker quarantines entries it cannot interpret
+        n, support = read_state(client, name, shards, state, oracle.support_size)
+        reports.append(build_report(config, oracle, state, n, support, options, built_at))
+    seconds = reports[0]["window"]["seconds"] if reports else 0
+    return {
+        "campaign": name,
+        "window": _window(window, seconds),
+        "built_at": iso(built_at),
+        "reports": reports,
+    }
+
+
+def list_windows(client: Any, registry: Registry, name: str) -> list[int]:
+    """Start of every window that has state, oldest first."""
+    return sorted({s.window for s in list_states(client, name, window_shards(registry, name))})
+
+
+def store_window(client: Any, document: dict[str, Any]) -> None:
+    """Save a window document where the collector serves it."""
+    key = keys.report(document["campaign"], document["window"]["start_unix"])
+    client.set(key, json.dumps(document, separators=(",", ":")))
+
+
+def load_window(client: Any, name: str, window: int) -> dict[str, Any] | None:
+    """The stored window document, or None."""
+    raw = client.get(keys.report(name, window))
+    return None if raw is None else dict(json.loads(raw))

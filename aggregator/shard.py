@@ -1,0 +1,243 @@
+"""One aggregation step on one shard: read entries after the checkpoint, count their support,
+and apply the support deltas, the quarantined entries and the new checkpoint in one
+MULTI/EXEC guarded by WATCH on the checkpoint and the lease.
+
+A crash before EXEC applies nothing and the next step re-reads from the same checkpoint; a
+step that raced another worker fails its EXEC (WatchError) and applies nothing either. So
+every entry is counted exactly once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import redis
+from numpy.typing import NDArray
+
+from ldptel.aggregator.registry import Registry
+from ldptel.aggregator.state import StateKey, add_delta
+from ldptel.client.errors import LdptelError
+from ldptel.client.oracles import FrequencyOracle, ReportBatch
+from ldptel.collector import keys
+
+#: Support is counted on at most this many (report x support item) cells at once, so the
+#: oracle's temporaries stay bounded (memory flat in n) whatever the read size.
+CELL_BUDGET = 1 << 24
+#: Quarantined entries kept for inspection (approximate cap; XADD MAXLEN ~).
+QUARANTINE_MAXLEN = 100_000
+
+
+class CorruptEntryError(Exception):
+    """A stream entry that cannot be counted; the message is the quarantine reason."""
+
+
+@dataclass
+class Parsed:
+    """A decoded stream entry."""
+
+    state: StateKey
+    oracle: FrequencyOracle
+    n: int
+    batch: ReportBatch
+
+
+@dataclass
+class StepResult:
+    """What one step did."""
+
+    entries: int = 0
+    reports: int = 0
+    quarantined: int = 0
+    touched: set[StateKey] = field(default_factory=set)
+    #: True when the step reached the end of the stream (nothing more to read now).
+    caught_up: bool = False
+    #: True when the step did not commit because another worker owns the shard now.
+    lost: bool = False
+
+
+def _text(value: bytes) -> str:
+    return value.decode("ascii")
+
+
+def _integer(fields: dict[bytes, bytes], name: bytes, minimum: int) -> int:
+    raw = fields.get(name)
+    if raw is None:
+        raise CorruptEntryError(f"missing field {name.decode()}")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise CorruptEntryError(f"field {name.decode()} is not an integer") from None
+    if value < minimum:
+        raise CorruptEntryError(f"field {name.decode()} must be >= {minimum}")
+    return value
+
+
+def parse_entry(registry: Registry, name: str, fields: dict[bytes, bytes]) -> Parsed:
+    """Decode one entry of the collector's contract (c, w, n, p, l); raises CorruptEntryError."""
+    for required in (b"c", b"w", b"n", b"p"):
+        if required not in fields:
+            raise CorruptEntryError(f"missing field {required.decode()}")
+    try:
+        config_id = _text(fields[b"c"])
+        level = _text(fields.get(b"l", b""))
+    except UnicodeDecodeError:
+        raise CorruptEntryError("config id or level is not ASCII") from None
+    config = registry.config(config_id)
+    if config is None:
+        raise CorruptEntryError(f"unknown config id {config_id!r}")
+    if config.name != name:
+        raise CorruptEntryError(f"config {config_id} belongs to campaign {config.name!r}")
+    window = _integer(fields, b"w", 0)
+    if window % config.window_seconds:
+        raise CorruptEntryError(f"window {window} is not a multiple of {config.window_seconds} s")
+    n = _integer(fields, b"n", 1)
+    oracle = registry.oracle(config_id, level)
+    if oracle is None:
+        raise CorruptEntryError(f"privacy level {level!r} is not defined by config {config_id}")
+    try:
+        batch = oracle.unpack(fields[b"p"], n)
+    except LdptelError as error:
+        raise CorruptEntryError(str(error)) from None
+    return Parsed(StateKey(window, config_id, level), oracle, n, batch)
+
+
+def _concatenate(batches: list[ReportBatch]) -> ReportBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
+
+
+def _chunks(oracle: FrequencyOracle, batches: list[ReportBatch]) -> Iterator[ReportBatch]:
+    """Merge batches into chunks of about CELL_BUDGET / support_size reports."""
+    limit = max(1, CELL_BUDGET // oracle.support_size)
+    chunk: list[ReportBatch] = []
+    rows = 0
+    for batch in batches:
+        chunk.append(batch)
+        rows += len(next(iter(batch.values())))
+        if rows >= limit:
+            yield _concatenate(chunk)
+            chunk, rows = [], 0
+    if chunk:
+        yield _concatenate(chunk)
+
+
+def _valid_support(oracle: FrequencyOracle, batch: ReportBatch) -> NDArray[np.int64] | None:
+    """The support of a batch, or None if its values are outside what the oracle accepts
+    (the collector validated them, so this means the stored bytes were corrupted)."""
+    try:
+        support = np.asarray(oracle.support(batch), dtype=np.int64)
+    except (ValueError, IndexError, MemoryError, LdptelError):
+        return None
+    if support.shape != (oracle.support_size,) or (support < 0).any():
+        return None
+    return support
+
+
+def group_support(
+    oracle: FrequencyOracle, entries: list[tuple[bytes, Parsed]]
+) -> tuple[NDArray[np.int64], list[bytes]]:
+    """Total support of many entries of one state, and the ids of entries whose values are
+    corrupt (found by recounting entry by entry only when a merged count fails)."""
+    total = np.zeros(oracle.support_size, dtype=np.int64)
+    for chunk in _chunks(oracle, [parsed.batch for _, parsed in entries]):
+        support = _valid_support(oracle, chunk)
+        if support is None:
+            break
+        total += support
+    else:
+        return total, []
+    total[:] = 0
+    corrupt = []
+    for entry_id, parsed in entries:
+        support = _valid_support(oracle, parsed.batch)
+        if support is None:
+            corrupt.append(entry_id)
+        else:
+            total += support
+    return total, corrupt
+
+
+class ShardStep:
+    """Aggregation of one shard of one campaign by the holder of its lease."""
+
+    def __init__(self, client: Any, registry: Registry, name: str, shard: int) -> None:
+        self.client = client
+        self.registry = registry
+        self.name = name
+        self.shard = shard
+        self.stream = keys.stream(name, shard)
+        self.checkpoint = keys.checkpoint(name, shard)
+        self.lease_key = keys.lease(name, shard)
+        self.quarantine = keys.quarantine(name, shard)
+
+    def run(self, lease_token: str, max_entries: int) -> StepResult:
+        """Read up to `max_entries` entries after the checkpoint and apply them atomically."""
+        with self.client.pipeline(transaction=True) as pipe:
+            try:
+                return self._step(pipe, lease_token, max_entries)
+            except redis.WatchError:
+                return StepResult(lost=True)
+
+    def _step(self, pipe: Any, lease_token: str, max_entries: int) -> StepResult:
+        pipe.watch(self.checkpoint, self.lease_key)
+        owner = pipe.get(self.lease_key)
+        if owner is None or owner.decode() != lease_token:
+            pipe.unwatch()
+            return StepResult(lost=True)
+        last = pipe.get(self.checkpoint)
+        start = "-" if last is None else f"({last.decode()}"
+        entries = pipe.xrange(self.stream, min=start, max="+", count=max_entries)
+        if not entries:
+            pipe.unwatch()
+            return StepResult(caught_up=True)
+
+        result = StepResult(entries=len(entries), caught_up=len(entries) < max_entries)
+        groups, rejected = self._parse(entries)
+        pipe.multi()
+        self._queue(pipe, groups, rejected, dict(entries), result)
+        pipe.set(self.checkpoint, entries[-1][0])
+        pipe.execute()
+        return result
+
+    def _parse(
+        self, entries: list[tuple[bytes, dict[bytes, bytes]]]
+    ) -> tuple[dict[StateKey, list[tuple[bytes, Parsed]]], dict[bytes, str]]:
+        """Entries grouped by state, and the rejected ones with their reasons."""
+        groups: dict[StateKey, list[tuple[bytes, Parsed]]] = defaultdict(list)
+        rejected: dict[bytes, str] = {}
+        for entry_id, fields in entries:
+            try:
+                parsed = parse_entry(self.registry, self.name, fields)
+            except CorruptEntryError as error:
+                rejected[entry_id] = str(error)
+                continue
+            groups[parsed.state].append((entry_id, parsed))
+        return groups, rejected
+
+    def _queue(
+        self,
+        pipe: Any,
+        groups: dict[StateKey, list[tuple[bytes, Parsed]]],
+        rejected: dict[bytes, str],
+        fields_by_id: dict[bytes, dict[bytes, bytes]],
+        result: StepResult,
+    ) -> None:
+        """Queue (inside MULTI) the support deltas and the quarantined entries."""
+        for state, members in groups.items():
+            support, corrupt = group_support(members[0][1].oracle, members)
+            for entry_id in corrupt:
+                rejected[entry_id] = "report values outside the oracle's range"
+            n = sum(parsed.n for entry_id, parsed in members if entry_id not in rejected)
+            if n:
+                add_delta(pipe, self.name, self.shard, state, n, support)
+                result.reports += n
+                result.touched.add(state)
+        for entry_id, reason in rejected.items():
+            moved = {**fields_by_id[entry_id], b"entry": entry_id, b"reason": reason.encode()}
+            pipe.xadd(self.quarantine, moved, maxlen=QUARANTINE_MAXLEN, approximate=True)
+        result.quarantined = len(rejected)

@@ -1,0 +1,79 @@
+"""Test helpers: a campaign registry and stream entries written exactly as the collector
+writes them (collector/keys.py names; fields c, w, n, p, l)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.oracles import ReportBatch
+from ldptel.collector import keys
+
+
+def make_config(name: str = "screens", **overrides: Any) -> CampaignConfig:
+    data: dict[str, Any] = {
+        "name": name,
+        "oracle": "de",
+        "epsilon": 1.0,
+        "domain": [f"item{i}" for i in range(8)],
+    }
+    data.update(overrides)
+    return CampaignConfig.from_dict(data)
+
+
+def register(client: Any, config: CampaignConfig) -> str:
+    """Store a campaign and its config as the collector's registry does."""
+    client.set(keys.config(config.config_id), config.canonical_json())
+    client.hset(
+        keys.campaign(config.name),
+        mapping={"config_id": config.config_id, "retired": 0, "created": int(time.time())},
+    )
+    client.sadd(keys.campaigns(), config.name)
+    return config.config_id
+
+
+def append(
+    client: Any,
+    config: CampaignConfig,
+    batch: ReportBatch,
+    *,
+    window: int,
+    shard: int = 0,
+    level: str = "",
+) -> bytes:
+    """Append one validated client batch as one stream entry."""
+    oracle = config.build_oracle()
+    n = len(next(iter(batch.values())))
+    fields = {"c": config.config_id, "w": window, "n": n, "p": oracle.pack(batch), "l": level}
+    return bytes(client.xadd(keys.stream(config.name, shard), fields))
+
+
+def simulate(
+    client: Any,
+    config: CampaignConfig,
+    values: np.ndarray,
+    *,
+    window: int,
+    batch_size: int = 100,
+    seed: int = 0,
+    shards: int | None = None,
+) -> None:
+    """Perturb `values` with the config's oracle and append them in batches, round-robin
+    over the shards."""
+    oracle = config.build_oracle()
+    rng = np.random.default_rng(seed)
+    shards = config.shards if shards is None else shards
+    for number, start in enumerate(range(0, len(values), batch_size)):
+        batch = oracle.perturb_batch(values[start : start + batch_size], rng)
+        append(client, config, batch, window=window, shard=number % shards)
+
+
+def dump_states(client: Any) -> dict[bytes, dict[bytes, bytes]]:
+    """Every window state hash in the database (for bit-for-bit comparisons)."""
+    return {
+        key: client.hgetall(key)
+        for key in sorted(client.scan_iter(match=f"{keys.PREFIX}:*:state:*", count=1000))
+    }
