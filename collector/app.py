@@ -1,0 +1,292 @@
+"""The collector's Flask app factory and its HTTP endpoints (docs/openapi.yaml)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+import traceback
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import redis
+from flask import Flask, Response, g, jsonify, request
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+from werkzeug.exceptions import HTTPException
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import LdptelError
+from ldptel.collector import metrics
+from ldptel.collector.auth import IngestAuth, RateLimit, check_admin, create_token
+from ldptel.collector.body import check_headers, gunzip_capped, parse_json, read_capped
+from ldptel.collector.errors import ApiError, bad_request, unavailable
+from ldptel.collector.ingest import Ingestor, check_idempotency_key, parse_batch
+from ldptel.collector.registry import CampaignRetiredError, Registry
+from ldptel.collector.settings import CollectorConfig, as_config
+
+ACCESS_LOG = logging.getLogger("ldptel.collector.access")
+ERROR_LOG = logging.getLogger("ldptel.collector")
+EXTENSION = "ldptel.collector"
+
+
+def connect(config: CollectorConfig) -> redis.Redis:
+    """A client with its own connection pool (one per worker process, made after fork).
+
+    One quick retry reconnects a pooled connection that a Redis restart broke; an ingest
+    script that ran but whose reply was lost is then answered from its idempotency mark.
+    """
+    return redis.Redis.from_url(
+        config.redis_url,
+        socket_timeout=config.redis_socket_timeout,
+        socket_connect_timeout=min(config.redis_socket_timeout, 2.0),
+        retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), 1),
+        health_check_interval=30,
+    )
+
+
+class Collector:
+    """What one app instance holds: settings, Redis client, registry, auth, ingestor."""
+
+    def __init__(self, config: CollectorConfig) -> None:
+        self.config = config
+        self.redis = connect(config)
+        self.registry = Registry(self.redis, cache_seconds=config.registry_cache_seconds)
+        self.auth = IngestAuth(self.redis, RateLimit(config.rate_limit, config.rate_limit_seconds))
+        self.ingestor = Ingestor(
+            self.redis, self.registry, idempotency_seconds=config.idempotency_seconds
+        )
+        self.openapi = resources.files("ldptel.collector").joinpath("openapi.yaml").read_bytes()
+
+    def json_body(self) -> object:
+        """The request's JSON body, checked against the caps before and while reading."""
+        encoding = check_headers(
+            request.mimetype,
+            request.content_length,
+            request.headers.get("Content-Encoding", ""),
+            self.config.max_body_bytes,
+        )
+        data = read_capped(request.stream, self.config.max_body_bytes)
+        if encoding == "gzip":
+            data = gunzip_capped(data, self.config.max_body_bytes)
+        return parse_json(data)
+
+
+def _collector() -> Collector:
+    from flask import current_app
+
+    collector: Collector = current_app.extensions[EXTENSION]
+    return collector
+
+
+def _configure_logging() -> None:
+    """One JSON object per line on stderr, unless the host application set up logging."""
+    for logger in (ACCESS_LOG, ERROR_LOG):
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+
+
+def create_app(config: CollectorConfig | Mapping[str, Any] | None = None) -> Flask:
+    """The collector as a WSGI app: `create_app({"redis_url": ..., "admin_token": ...})`."""
+    settings = as_config(config)
+    # instance_path given: Flask cannot locate it through the editable install's finder.
+    app = Flask(__name__, instance_path=str(Path(__file__).parent))
+    app.extensions[EXTENSION] = Collector(settings)
+    _configure_logging()
+    _register_hooks(app)
+    _register_errors(app)
+    _register_ops(app)
+    _register_campaigns(app)
+    _register_reports(app)
+    return app
+
+
+# -- request bookkeeping -------------------------------------------------------------------
+def _register_hooks(app: Flask) -> None:
+    @app.before_request
+    def start_clock() -> None:
+        g.started = time.perf_counter()
+        g.log = {}
+
+    @app.after_request
+    def log_request(response: Response) -> Response:
+        seconds = time.perf_counter() - g.get("started", time.perf_counter())
+        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+        metrics.REQUEST_SECONDS.labels(endpoint).observe(seconds)
+        # Method, route, status, timing and counts only: no payload, no client address.
+        line = {
+            "method": request.method,
+            "path": request.path,
+            "status": response.status_code,
+            "ms": round(seconds * 1000, 3),
+            **g.get("log", {}),
+        }
+        ACCESS_LOG.info(json.dumps(line, separators=(",", ":")))
+        return response
+
+
+def _error_response(error: ApiError) -> tuple[Response, int, dict[str, str]]:
+    g.setdefault("log", {})["error"] = error.code
+    metrics.REQUESTS_REJECTED.labels(error.code).inc()
+    return jsonify(error.body()), error.status, error.headers
+
+
+def _register_errors(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def api_error(error: ApiError) -> tuple[Response, int, dict[str, str]]:
+        return _error_response(error)
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException) -> tuple[Response, int, dict[str, str]]:
+        status = error.code or 500
+        field = "method" if status == 405 else "path"
+        headers = dict(error.get_headers())
+        headers.pop("Content-Type", None)
+        api = ApiError(status, field, error.description or error.name, code=f"http_{status}")
+        api.headers.update(headers)
+        return _error_response(api)
+
+    @app.errorhandler(redis.RedisError)
+    def redis_error(error: redis.RedisError) -> tuple[Response, int, dict[str, str]]:
+        metrics.REDIS_ERRORS.inc()
+        ERROR_LOG.warning(json.dumps({"event": "redis_error", "type": type(error).__name__}))
+        return _error_response(unavailable(_collector().config.retry_after_seconds))
+
+    @app.errorhandler(Exception)
+    def unexpected(error: Exception) -> tuple[Response, int, dict[str, str]]:
+        # A bug: log where it happened (traceback frames, not the message, which could
+        # quote request data) and answer JSON, never an HTML page.
+        frames = "".join(traceback.format_tb(error.__traceback__))
+        ERROR_LOG.error(
+            json.dumps({"event": "unexpected", "type": type(error).__name__, "at": frames})
+        )
+        return _error_response(ApiError(500, "server", "internal error", code="internal"))
+
+
+# -- operations ----------------------------------------------------------------------------
+def _register_ops(app: Flask) -> None:
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return jsonify(status="ok")
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        _collector().redis.ping()  # a RedisError becomes 503
+        return jsonify(status="ready")
+
+    @app.get("/metrics")
+    def metrics_text() -> Response:
+        body, content_type = metrics.render()
+        return Response(body, content_type=content_type)
+
+    @app.get("/openapi.yaml")
+    def openapi() -> Response:
+        return Response(_collector().openapi, content_type="application/yaml")
+
+
+# -- campaigns and tokens (admin) ------------------------------------------------------------
+def _register_campaigns(app: Flask) -> None:
+    @app.post("/v1/campaigns")
+    def create_campaign() -> tuple[Response, int]:
+        collector = _collector()
+        check_admin(request.headers.get("Authorization"), collector.config.admin_token)
+        data = collector.json_body()
+        try:
+            config = CampaignConfig.from_dict(data)
+        except LdptelError as error:
+            raise bad_request(error.field, error.reason) from error
+        except (TypeError, ValueError, OverflowError) as error:
+            raise bad_request("config", "invalid campaign config") from error
+        try:
+            config_id, changed = collector.registry.create(config)
+        except CampaignRetiredError as error:
+            raise ApiError(
+                409, "name", "retired campaign; choose a new name", code="retired_campaign"
+            ) from error
+        body = {"name": config.name, "config_id": config_id, "changed": changed}
+        return jsonify(body), 201 if changed else 200
+
+    @app.get("/v1/campaigns/<name>")
+    def get_campaign(name: str) -> Response:
+        collector = _collector()
+        campaign = collector.registry.campaign(name, fresh=True)
+        if campaign is None:
+            raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
+        if campaign.retired:
+            raise ApiError(410, "campaign", "retired campaign", code="retired_campaign")
+        etag = f'"{campaign.config_id}"'
+        cache = f"public, max-age={collector.config.config_max_age}"
+        headers = {"ETag": etag, "Cache-Control": cache}
+        if _etag_matches(request.headers.get("If-None-Match", ""), campaign.config_id):
+            return Response(status=304, headers=headers)
+        active = collector.registry.config(campaign.config_id)
+        if active is None:
+            raise ApiError(
+                404, "campaign", "config missing from the registry", code="unknown_config"
+            )
+        response = jsonify({**active.config.to_dict(), "config_id": campaign.config_id})
+        response.headers.update(headers)
+        return response
+
+    @app.post("/v1/campaigns/<name>/retire")
+    def retire_campaign(name: str) -> Response:
+        collector = _collector()
+        check_admin(request.headers.get("Authorization"), collector.config.admin_token)
+        if not collector.registry.retire(name):
+            raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
+        return jsonify(name=name, retired=True)
+
+    @app.post("/v1/tokens")
+    def create_ingest_token() -> tuple[Response, int]:
+        collector = _collector()
+        check_admin(request.headers.get("Authorization"), collector.config.admin_token)
+        data = collector.json_body()
+        if not isinstance(data, dict) or not isinstance(data.get("app"), str):
+            raise bad_request("app", "is required (a string)")
+        if set(data) - {"app"}:
+            raise bad_request(sorted(set(data) - {"app"})[0], "unknown field")
+        token = create_token(collector.redis, data["app"])
+        return jsonify(app=data["app"], token=token), 201
+
+
+def _etag_matches(header: str, config_id: str) -> bool:
+    """If-None-Match: `*` or a list of (possibly weak) entity tags."""
+    tags = [tag.strip().removeprefix("W/").strip('"') for tag in header.split(",")]
+    return "*" in tags or config_id in tags
+
+
+# -- ingestion -----------------------------------------------------------------------------
+def _register_reports(app: Flask) -> None:
+    @app.post("/v1/reports")
+    def post_reports() -> tuple[Response, int]:
+        collector = _collector()
+        log = g.log
+        check_headers(
+            request.mimetype,
+            request.content_length,
+            request.headers.get("Content-Encoding", ""),
+            collector.config.max_body_bytes,
+        )
+        key = check_idempotency_key(request.headers.get("Idempotency-Key"))
+        collector.auth.app_of(request.headers.get("Authorization"))
+        batch = parse_batch(collector.json_body(), collector.config.max_reports_per_batch)
+        log.update(campaign=batch.campaign, reports=len(batch.reports))
+        try:
+            stored = collector.ingestor.store(batch, key)
+        except ApiError as error:
+            metrics.REPORTS_REJECTED.labels(error.code).inc(len(batch.reports))
+            raise
+        log.update(accepted=stored.accepted, duplicate=stored.duplicate)
+        if stored.duplicate:
+            metrics.DUPLICATE_BATCHES.inc()
+        else:
+            metrics.REPORTS_ACCEPTED.inc(stored.accepted)
+            metrics.BATCH_SIZE.observe(stored.accepted)
+        return jsonify(accepted=stored.accepted, duplicate=stored.duplicate), 202

@@ -1,0 +1,176 @@
+"""Ingestion: validate a client batch against its campaign's config and append it to one
+stream shard together with its idempotency mark, atomically, in one round trip.
+
+A stored entry holds only `c` (config id), `w` (window start), `n`, `p` (packed reports) and
+`l` (privacy level). Its stream id is not Redis's arrival-time id but `<window start ms>-<seq>`,
+so nothing stored reveals when within its window a batch arrived (docs/collector.md).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+
+from ldptel.client.campaign import NAME_PATTERN
+from ldptel.client.errors import LdptelError
+from ldptel.collector import keys
+from ldptel.collector.errors import ApiError, bad_request
+from ldptel.collector.registry import ActiveConfig, Registry
+
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+CONFIG_ID = re.compile(r"^[0-9a-f]{16}$")
+LEVEL = re.compile(r"^[a-z0-9_-]{0,32}$")
+BATCH_FIELDS = frozenset({"campaign", "config_id", "reports", "level"})
+
+# KEYS[1] idempotency mark, KEYS[2] stream: both in the {campaign:shard} slot.
+# ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 c, 5 w, 6 p, 7 l.
+# The entry id is <window start ms>-0, or, when the stream's last id is already at or past
+# that millisecond (earlier entries of this window, or a worker with a clock ahead),
+# <last ms>-<last seq + 1>: ids stay strictly increasing and reveal only window and order.
+# XINFO STREAM's last-generated-id (not the last entry, which may have been trimmed) is what
+# XADD compares against. Redis 6.2 has no `<ms>-*` ids, hence the arithmetic here.
+_INGEST = """
+local seen = redis.call('GET', KEYS[1])
+if seen then return {1, seen} end
+local last_ms, last_seq = '0', 0
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  local info = redis.call('XINFO', 'STREAM', KEYS[2])
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      local dash = string.find(info[i + 1], '-', 1, true)
+      last_ms = string.sub(info[i + 1], 1, dash - 1)
+      last_seq = tonumber(string.sub(info[i + 1], dash + 1))
+      break
+    end
+  end
+end
+local id
+if tonumber(ARGV[3]) > tonumber(last_ms) then
+  id = ARGV[3] .. '-0'
+else
+  id = last_ms .. '-' .. string.format('%d', last_seq + 1)
+end
+redis.call('XADD', KEYS[2], id, 'c', ARGV[4], 'w', ARGV[5], 'n', ARGV[1], 'p', ARGV[6],
+  'l', ARGV[7])
+redis.call('SET', KEYS[1], ARGV[1], 'EXAT', ARGV[2])
+return {0, ARGV[1]}
+"""
+
+
+def shard_of(idempotency_key: str, shards: int) -> int:
+    """The stream shard of a batch: a stable hash of its idempotency key, so a retry lands
+    on the shard that holds its mark."""
+    return int(xxhash.xxh64_intdigest(idempotency_key.encode("ascii")) % shards)
+
+
+def check_idempotency_key(value: str | None) -> str:
+    if value is None:
+        raise bad_request("Idempotency-Key", "header is required (a random key per batch)")
+    if not IDEMPOTENCY_KEY.match(value):
+        raise bad_request("Idempotency-Key", "must be 1-128 characters of [A-Za-z0-9_-]")
+    return value
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The envelope of a client batch, checked; `reports` are still untrusted."""
+
+    campaign: str
+    config_id: str
+    reports: list[Any]
+    level: str
+
+
+def parse_batch(data: object, max_reports: int) -> Batch:
+    """Check the envelope `{campaign, config_id, reports, level?}`; 400/413 on bad input."""
+    if not isinstance(data, dict):
+        raise bad_request("body", "must be a JSON object")
+    unknown = sorted(set(data) - BATCH_FIELDS)
+    if unknown:
+        raise bad_request(unknown[0], "unknown field")
+    campaign = data.get("campaign")
+    if not isinstance(campaign, str) or not NAME_PATTERN.match(campaign):
+        raise bad_request("campaign", "must be a campaign name ([a-z0-9][a-z0-9_-]{0,63})")
+    config_id = data.get("config_id")
+    if not isinstance(config_id, str) or not CONFIG_ID.match(config_id):
+        raise bad_request("config_id", "must be 16 lowercase hex digits")
+    reports = data.get("reports")
+    if not isinstance(reports, list):
+        raise bad_request("reports", "must be a list")
+    if not reports:
+        raise bad_request("reports", "must hold at least one report")
+    if len(reports) > max_reports:
+        raise ApiError(
+            413, "reports", f"at most {max_reports} reports per batch", code="too_many_reports"
+        )
+    level = data.get("level", "")
+    if not isinstance(level, str) or not LEVEL.match(level):
+        raise bad_request("level", "must be a privacy level name")
+    return Batch(campaign, config_id, reports, level)
+
+
+@dataclass(frozen=True)
+class Stored:
+    accepted: int
+    duplicate: bool
+
+
+class Ingestor:
+    """Validates batches against the registry and stores them."""
+
+    def __init__(self, redis: Any, registry: Registry, *, idempotency_seconds: int) -> None:
+        self.registry = registry
+        self.idempotency_seconds = idempotency_seconds
+        self._ingest = redis.register_script(_INGEST)
+
+    def active_config(self, batch: Batch) -> ActiveConfig:
+        """The config the batch is stamped with, if it is its campaign's active one."""
+        campaign = self.registry.campaign(batch.campaign)
+        if campaign is not None and campaign.config_id != batch.config_id:
+            # The cache may predate a config change made on another worker.
+            campaign = self.registry.campaign(batch.campaign, fresh=True)
+        if campaign is None:
+            raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
+        if campaign.retired:
+            raise ApiError(409, "campaign", "retired campaign", code="retired_campaign")
+        if campaign.config_id != batch.config_id:
+            known = self.registry.config(batch.config_id)
+            if known is not None and known.config.name == batch.campaign:
+                raise ApiError(409, "config_id", "retired config", code="retired_config")
+            raise ApiError(409, "config_id", "unknown config", code="unknown_config")
+        active = self.registry.config(batch.config_id)
+        if active is None:  # a registry written by hand, without its config
+            raise ApiError(409, "config_id", "unknown config", code="unknown_config")
+        return active
+
+    def store(self, batch: Batch, idempotency_key: str, *, now: float | None = None) -> Stored:
+        """Validate every report with the oracle, then append the batch; 400 on a bad one."""
+        active = self.active_config(batch)
+        if batch.level:
+            # Privacy levels arrive with their own issue; until then only the default exists.
+            raise bad_request("level", "unknown privacy level for this config")
+        oracle = active.oracle
+        try:
+            packed = oracle.pack(oracle.decode(batch.reports))
+        except LdptelError as error:
+            raise bad_request(error.field, error.reason, code="invalid_report") from error
+        except (TypeError, ValueError, OverflowError, KeyError, IndexError) as error:
+            # An oracle's decoder should raise ReportError; never let odd input become a 500.
+            raise bad_request("reports", "malformed report", code="invalid_report") from error
+        config = active.config
+        window = config.window_of(time.time() if now is None else now)
+        shard = shard_of(idempotency_key, config.shards)
+        expires = window + config.window_seconds + self.idempotency_seconds
+        n = len(batch.reports)
+        duplicate, count = self._ingest(
+            keys=[
+                keys.idempotency(batch.campaign, shard, idempotency_key),
+                keys.stream(batch.campaign, shard),
+            ],
+            args=[n, expires, window * 1000, batch.config_id, window, packed, batch.level],
+        )
+        return Stored(accepted=int(count), duplicate=bool(duplicate))
