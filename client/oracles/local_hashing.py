@@ -1,0 +1,250 @@
+"""Local hashing (Wang et al., USENIX Security 2017, Sec. 4.4), shared by BLH and OLH.
+
+A report is (seed, y): the client draws a uniform 32-bit seed, hashes its value into
+x = H(item_key, seed) mod g (docs/protocol.md, "Local hash") and reports x through g-ary
+randomized response. Wire form: {"seed": int in [0, 2^32), "y": int in [0, g)}.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes
+from ldptel.client.oracles.base import (
+    Field,
+    PureOracle,
+    ReportBatch,
+    WireReport,
+    check_int,
+    check_reports,
+)
+from ldptel.client.randomness import Rng
+
+#: Largest g: y travels and is stored as an unsigned 32-bit integer.
+MAX_G = 2**32 - 1
+SEED_LIMIT = 2**32
+
+# support() hashes (report, item) pairs in chunks of about this many (256 KiB of uint32):
+# large enough to amortize numpy's per-call overhead, small enough that the hash's few
+# temporaries stay in a core's L2 cache; never an n x d matrix.
+_CHUNK_PAIRS = 1 << 16
+# A chunk's per-item match counts are summed in uint8, so a chunk has at most 255 rows.
+_MAX_CHUNK_ROWS = 255
+# Batches with fewer pairs than this are counted on the calling thread alone.
+_PARALLEL_PAIRS = 1 << 20
+_WORKERS = min(4, os.cpu_count() or 1)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    # numpy's ufuncs release the GIL, so threads hashing disjoint rows run in parallel.
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="ldptel-lh")
+        return _pool
+
+
+def default_labels(domain_size: int) -> list[str]:
+    """The labels of a domain given only by its size: "0", "1", ..., str(d - 1)."""
+    return [str(i) for i in range(domain_size)]
+
+
+class LocalHashing(PureOracle):
+    """Local hashing with g buckets: keep x = H(v, seed) mod g with probability
+    p = e^eps / (e^eps + g - 1), else report one of the other g - 1 buckets uniformly.
+
+    A report supports every item hashing to its y under its seed, so p* = p and, for an
+    ideal hash, q* = 1/g (Wang et al. 2017, Sec. 4.4).
+    """
+
+    takes_labels = True
+    audit_event_count = 4
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        g: int,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(epsilon=epsilon, domain_size=domain_size)
+        self.g = check_int(g, "g", 2, MAX_G)
+        self.labels = self._check_labels(labels)
+        self.fields = (Field("seed", "<u4"), Field("y", "<u4"))
+        self._lane0, self._lane1 = key_lanes(item_keys(self.labels))
+        # Same algebra as k-RR over g values, written with e^-eps so it cannot overflow:
+        # p = 1 / (1 + (g-1) e^-eps), and each other bucket has q_other = p e^-eps.
+        shrink = math.exp(-self.requested_epsilon)
+        self.p = 1.0 / (1.0 + (self.g - 1) * shrink)
+        self.q_other = self.p * shrink
+        self._g = np.uint32(self.g)
+        self._mask = np.uint32(self.g - 1) if self.g & (self.g - 1) == 0 else None
+
+    def _check_labels(self, labels: Sequence[str] | None) -> list[str]:
+        if labels is None:
+            return default_labels(self.domain_size)
+        if isinstance(labels, str) or not all(isinstance(v, str) for v in labels):
+            raise ParameterError("labels", "must be a sequence of strings")
+        if len(labels) != self.domain_size:
+            raise ParameterError(
+                "labels", f"must have domain_size = {self.domain_size} entries, got {len(labels)}"
+            )
+        if len(set(labels)) != len(labels):
+            raise ParameterError("labels", "must be distinct")
+        return list(labels)
+
+    # -- privacy ---------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        # eps = ln(p (g-1) / (1-p)) = ln(p / q_other); infinite if p rounded to 1.
+        return math.log(self.p / self.q_other) if self.q_other > 0 else math.inf
+
+    @property
+    def p_star(self) -> float:
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        return 1.0 / self.g
+
+    # -- hashing ---------------------------------------------------------------------------
+    def _bucket(self, hashes: NDArray[np.uint32], scratch: NDArray[np.uint32]) -> None:
+        """hashes mod g, in place (uint32 `%` is slow in numpy; `//` by a scalar is not)."""
+        if self._mask is not None:
+            np.bitwise_and(hashes, self._mask, out=hashes)
+            return
+        np.floor_divide(hashes, self._g, out=scratch)
+        np.multiply(scratch, self._g, out=scratch)
+        np.subtract(hashes, scratch, out=hashes)
+
+    def buckets(
+        self, values: NDArray[np.integer[Any]], seeds: NDArray[np.uint32]
+    ) -> NDArray[np.uint32]:
+        """x = H(item_key(labels[v]), seed) mod g for paired arrays of values and seeds."""
+        values = np.asarray(values, dtype=np.intp)
+        hashes = lh_hash_lanes(self._lane0[values], self._lane1[values], seeds)
+        self._bucket(hashes, np.empty_like(hashes))
+        return hashes
+
+    # -- client ----------------------------------------------------------------------------
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        values = np.asarray(values, dtype=np.int64)
+        seeds = rng.integers(0, SEED_LIMIT, values.shape).astype(np.uint32)
+        x = self.buckets(values, seeds).astype(np.int64)
+        keep = rng.random(values.shape) < self.p
+        # A uniform draw from the g - 1 other buckets: draw in [0, g-1) and skip x.
+        other = rng.integers(0, self.g - 1, values.shape)
+        other += other >= x
+        return {"seed": seeds, "y": np.where(keep, x, other).astype(np.uint32)}
+
+    # -- wire ------------------------------------------------------------------------------
+    def encode(self, batch: ReportBatch) -> list[WireReport]:
+        return [
+            {"seed": seed, "y": y}
+            for seed, y in zip(batch["seed"].tolist(), batch["y"].tolist(), strict=True)
+        ]
+
+    def decode(self, reports: object) -> ReportBatch:
+        items = check_reports(reports)
+        seeds = np.empty(len(items), dtype=np.uint32)
+        ys = np.empty(len(items), dtype=np.uint32)
+        for i, report in enumerate(items):
+            if not isinstance(report, dict):
+                raise ReportError("report", "must be an object", i)
+            seeds[i] = _wire_int(report, "seed", SEED_LIMIT, i)
+            ys[i] = _wire_int(report, "y", self.g, i)
+        return {"seed": seeds, "y": ys}
+
+    # -- aggregator ------------------------------------------------------------------------
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """For each item v, how many reports have H(v, seed) mod g == y."""
+        seeds = np.asarray(batch["seed"], dtype=np.uint32)
+        ys = np.asarray(batch["y"], dtype=np.uint32)
+        n = len(seeds)
+        if n * self.domain_size < _PARALLEL_PAIRS or _WORKERS == 1:
+            return self._count_matches(seeds, ys)
+        # Contiguous slices of reports, one per worker; partial supports add.
+        bounds = np.linspace(0, n, _WORKERS + 1).astype(int)
+        parts = [
+            _thread_pool().submit(self._count_matches, seeds[a:b], ys[a:b])
+            for a, b in itertools.pairwise(bounds.tolist())
+        ]
+        support = parts[0].result()
+        for part in parts[1:]:
+            support += part.result()
+        return support
+
+    def _count_matches(
+        self, seeds: NDArray[np.uint32], ys: NDArray[np.uint32]
+    ) -> NDArray[np.int64]:
+        d = self.domain_size
+        cols = min(d, _CHUNK_PAIRS)
+        rows = max(1, min(_MAX_CHUNK_ROWS, _CHUNK_PAIRS // cols))
+        scratch = np.empty((rows, cols), dtype=np.uint32)
+        match = np.empty((rows, cols), dtype=np.bool_)
+        support = np.zeros(d, dtype=np.int64)
+        seed_column, y_column = seeds[:, None], ys[:, None]
+        for c0 in range(0, d, cols):
+            lane0, lane1 = self._lane0[c0 : c0 + cols], self._lane1[c0 : c0 + cols]
+            width = len(lane0)
+            for r0 in range(0, len(seeds), rows):
+                hashes = lh_hash_lanes(lane0, lane1, seed_column[r0 : r0 + rows])
+                height = len(hashes)
+                self._bucket(hashes, scratch[:height, :width])
+                hits = np.equal(hashes, y_column[r0 : r0 + rows], out=match[:height, :width])
+                support[c0 : c0 + width] += np.add.reduce(
+                    hits.view(np.uint8), axis=0, dtype=np.uint8
+                )
+        return support
+
+    # -- privacy audit ---------------------------------------------------------------------
+    def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
+        # Events of the pair (low, high): the report supports both, low only, high only,
+        # neither.
+        low, high = min(value, other), max(value, other)
+        seeds, ys = batch["seed"], batch["y"]
+        supports_low = self.buckets(np.full(len(seeds), low), seeds) == ys
+        supports_high = self.buckets(np.full(len(seeds), high), seeds) == ys
+        events: NDArray[np.int64] = 3 - 2 * supports_low.astype(np.int64) - supports_high
+        return events
+
+    def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
+        # Ideal-hash model: for a uniform seed, the buckets x_low and x_high are independent
+        # and uniform on [0, g). With true input v (bucket x_v, kept with p, else one of the
+        # g - 1 others with q_other each), and w the other item of the pair:
+        #   P(both)    = P(x_w = x_v) p                          = p / g
+        #   P(v only)  = P(x_w != x_v) p                         = p (g-1) / g
+        #   P(w only)  = P(x_w != x_v) q_other                   = (g-1) q_other / g
+        #   P(neither) = P(x_w = x_v)(1-p) + P(x_w != x_v)(g-2) q_other = (g-1)^2 q_other / g
+        # (1 - p = (g-1) q_other). Their largest ratio between v and w is p / q_other = e^eps.
+        g, p, q = self.g, self.p, self.q_other
+        if value == other:
+            return np.array([p, 0.0, 0.0, 1.0 - p])
+        own, others = p * (g - 1) / g, (g - 1) * q / g
+        at_low, at_high = (own, others) if value < other else (others, own)
+        return np.array([p / g, at_low, at_high, (g - 1) ** 2 * q / g])
+
+
+def _wire_int(report: dict[str, Any], name: str, limit: int, index: int) -> int:
+    """An integer field of an untrusted report, in [0, limit)."""
+    if name not in report:
+        raise ReportError(name, "is required", index)
+    value = report[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ReportError(name, "must be an integer", index)
+    if not 0 <= value < limit:
+        raise ReportError(name, f"must be in [0, {limit})", index)
+    return value
