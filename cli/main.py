@@ -14,6 +14,7 @@ from ldptel.client.errors import LdptelError
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("simulate", "simulate n clients through an oracle and print the estimates"),
     "audit": ("audit", "measure an oracle's privacy loss against its claimed epsilon"),
+    "collector": ("collector", "run the collector; manage ingest tokens and campaigns"),
 }
 
 

@@ -60,7 +60,8 @@ class RedisServer:
         appendonly: bool = True,
     ) -> None:
         self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="ldptel-redis-")
-        self.data_dir = Path(data_dir or self._tmp.name)  # type: ignore[union-attr]
+        # Absolute: redis-server resolves --logfile after changing into --dir.
+        self.data_dir = Path(data_dir or self._tmp.name).resolve()  # type: ignore[union-attr]
         self.port = port or free_port()
         self.appendonly = appendonly
         self.process: subprocess.Popen[bytes] | None = None
