@@ -14,7 +14,9 @@ from ldptel.client.oracles.blh import BinaryLocalHashing
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.oracles.olh import OptimizedLocalHashing
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
+from ldptel.client.oracles.she import SummationHistogramEncoding
 from ldptel.client.oracles.sue import SymmetricUnaryEncoding
+from ldptel.client.oracles.the import ThresholdHistogramEncoding
 
 #: Protocol name -> oracle class. Explicit, so a name on the wire always means one class.
 ORACLES: dict[str, type[FrequencyOracle]] = {
@@ -23,6 +25,8 @@ ORACLES: dict[str, type[FrequencyOracle]] = {
     "oue": OptimizedUnaryEncoding,
     "blh": BinaryLocalHashing,
     "olh": OptimizedLocalHashing,
+    "she": SummationHistogramEncoding,
+    "the": ThresholdHistogramEncoding,
 }
 
 #: Other names people know the same oracles by.
