@@ -13,13 +13,14 @@ import socket
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ldptel.aggregator.lease import Lease
 from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window, store_window
-from ldptel.aggregator.shard import ShardStep
+from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.state import StateKey
 from ldptel.collector import keys
 
@@ -63,6 +64,7 @@ class Worker:
         lease_ms: int = 30_000,
         report_options: ReportOptions | None = None,
         build_reports: bool = True,
+        on_step: Callable[[StepResult], None] | None = None,
     ) -> None:
         self.client = client
         self.registry = Registry(client)
@@ -71,6 +73,7 @@ class Worker:
         self.lease_ms = lease_ms
         self.report_options = report_options or ReportOptions()
         self.build_reports = build_reports
+        self.on_step = on_step
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -120,6 +123,8 @@ class Worker:
                 stats.reports += result.reports
                 stats.quarantined += result.quarantined
                 stats.touched[name] |= result.touched
+                if self.on_step is not None:
+                    self.on_step(result)
                 if result.quarantined:
                     log.warning(
                         "%s shard %d: %d entries quarantined", name, shard, result.quarantined

@@ -15,6 +15,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("simulate", "simulate n clients through an oracle and print the estimates"),
     "audit": ("audit", "measure an oracle's privacy loss against its claimed epsilon"),
     "collector": ("collector", "run the collector; manage ingest tokens and campaigns"),
+    "aggregator": ("aggregator", "aggregate report streams into window state and reports"),
+    "report": ("report", "show a campaign's estimates for a window (table, JSON or HTML)"),
+    "demo": ("demo", "end to end on this machine: redis, collector, simulated users, report"),
 }
 
 

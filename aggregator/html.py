@@ -1,0 +1,140 @@
+"""A window document as one self-contained HTML page: an inline SVG bar chart of the estimates
+with confidence-interval error bars, the table, and the privacy parameters in words.
+No scripts, no external files: it opens anywhere, including offline."""
+
+from __future__ import annotations
+
+from html import escape
+from importlib import resources
+from string import Template
+from typing import Any
+
+from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+
+#: Items drawn in the chart (the largest estimates); the table always lists every item.
+CHART_ITEMS = 40
+_ROW = 22
+_LABEL = 160
+_WIDTH = 900
+_PAD = 24
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _template() -> Template:
+    text = resources.files("ldptel.aggregator").joinpath("report_template.html").read_text()
+    return Template(text)
+
+
+def chart_svg(items: list[dict[str, Any]]) -> str:
+    """Horizontal bars (estimate) with error bars (confidence interval), largest first."""
+    shown = sorted(items, key=lambda i: -i["estimate"])[:CHART_ITEMS]
+    low = min(0.0, *(i["ci_low"] for i in shown))
+    high = max(1.0, *(i["ci_high"] for i in shown))
+    span = _WIDTH - _LABEL - _PAD
+
+    def x(value: float) -> float:
+        return float(_LABEL + (value - low) / (high - low) * span)
+
+    height = _ROW * len(shown) + 2 * _PAD
+    parts = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" role="img" '
+        f'viewBox="0 0 {_WIDTH} {height}" aria-label="estimates with confidence intervals">'
+    ]
+    for tick in range(5):
+        value = low + (high - low) * tick / 4
+        parts.append(
+            f'<line class="grid" x1="{x(value):.1f}" y1="{_PAD - 6}" x2="{x(value):.1f}" '
+            f'y2="{height - _PAD}"/><text x="{x(value):.1f}" y="{height - 6}" '
+            f'text-anchor="middle">{_number(value)}</text>'
+        )
+    for row, item in enumerate(shown):
+        top = _PAD + row * _ROW
+        middle = top + _ROW / 2
+        left, right = sorted((x(0.0), x(item["estimate"])))
+        kind = "significant" if item["significant"] else "not-significant"
+        ci_low, ci_high = x(item["ci_low"]), x(item["ci_high"])
+        parts.append(
+            f'<text x="{_LABEL - 8}" y="{middle + 4:.1f}" text-anchor="end">'
+            f"{escape(str(item['item']))}</text>"
+            f'<rect class="bar {kind}" data-item="{escape(str(item["item"]))}" '
+            f'x="{left:.1f}" y="{top + 4}" width="{max(right - left, 0.5):.1f}" '
+            f'height="{_ROW - 8}"><title>{escape(str(item["item"]))}: '
+            f"{_number(item['estimate'])} [{_number(item['ci_low'])}, "
+            f"{_number(item['ci_high'])}]</title></rect>"
+            f'<line class="ci" x1="{ci_low:.1f}" y1="{middle:.1f}" x2="{ci_high:.1f}" '
+            f'y2="{middle:.1f}"/>'
+            f'<line class="ci" x1="{ci_low:.1f}" y1="{middle - 4:.1f}" x2="{ci_low:.1f}" '
+            f'y2="{middle + 4:.1f}"/>'
+            f'<line class="ci" x1="{ci_high:.1f}" y1="{middle - 4:.1f}" x2="{ci_high:.1f}" '
+            f'y2="{middle + 4:.1f}"/>'
+        )
+    parts.append(
+        f'<line class="axis" x1="{x(0.0):.1f}" y1="{_PAD - 6}" x2="{x(0.0):.1f}" '
+        f'y2="{height - _PAD}"/></svg>'
+    )
+    return "".join(parts)
+
+
+def table_html(report: dict[str, Any]) -> str:
+    """Every item with its numbers, largest estimate first."""
+    confidence = f"{report['confidence']:.0%} CI"
+    head = (
+        "<tr><th>item</th><th>estimate</th><th>stderr</th>"
+        f"<th>{confidence}</th><th>consistent ({escape(report['consistency'])})</th>"
+        "<th>significant</th></tr>"
+    )
+    rows = [
+        f'<tr data-item="{escape(str(i["item"]))}"><td>{escape(str(i["item"]))}</td>'
+        f'<td class="estimate">{_number(i["estimate"])}</td><td>{_number(i["stderr"])}</td>'
+        f"<td>[{_number(i['ci_low'])}, {_number(i['ci_high'])}]</td>"
+        f'<td class="consistent">{_number(i["consistent"])}</td>'
+        f'<td class="sig">{"&#10003;" if i["significant"] else ""}</td></tr>'
+        for i in sorted(report["items"], key=lambda i: -i["estimate"])
+    ]
+    return f'<table class="items"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def report_section(report: dict[str, Any]) -> str:
+    """One config's report: heading, privacy in words, then chart and table (or the status)."""
+    level = f", level {escape(report['level'])}" if report["level"] else ""
+    parts = [
+        f'<section class="report" data-config="{escape(report["config_id"])}">',
+        f"<h2>{report['oracle'].upper()}, epsilon {report['epsilon']:.3g}, "
+        f"n = {report['n']:,} (config {escape(report['config_id'])}{level})</h2>",
+        '<div class="privacy">',
+        *(f"<p>{escape(sentence)}</p>" for sentence in privacy_sentences(report)),
+        "</div>",
+    ]
+    if report["status"] == NOT_ENOUGH:
+        parts.append(f'<p class="status">{escape(report["message"])}</p>')
+    else:
+        shown = min(CHART_ITEMS, len(report["items"]))
+        significance = report["significance"]
+        parts += [
+            chart_svg(report["items"]),
+            f'<p class="note">Bars: the {shown} largest estimates; whiskers: '
+            f"{report['confidence']:.0%} confidence intervals. Dark bars are significantly "
+            f"above zero (z = {significance['z']:.2f}, so that fewer than "
+            f"{significance['expected_false_flags']:g} items are expected to be flagged "
+            "by chance over the whole domain).</p>",
+            table_html(report),
+        ]
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_html(document: dict[str, Any]) -> str:
+    """The page for a window document (see report.build_window)."""
+    window = document["window"]
+    body = "\n".join(report_section(r) for r in document["reports"]) or (
+        '<p class="status">No reports in this window.</p>'
+    )
+    return _template().substitute(
+        title=escape(f"ldptel report: {document['campaign']}"),
+        subtitle=escape(f"Window {window['start']} to {window['end']} (UTC)"),
+        body=body,
+        built_at=escape(document["built_at"]),
+    )

@@ -1,0 +1,285 @@
+"""`ldptel demo`: the whole pipeline on this machine, with nothing installed by hand.
+
+A private redis-server, the collector on a free port (real HTTP), a demo campaign, N simulated
+users posting randomized reports in batches, one aggregator pass, then the report as a table
+(with the true counts of the simulated data beside the estimates) and as an HTML page.
+Everything it starts is stopped on exit, on Ctrl-C and on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+from ldptel.client.errors import ParameterError
+
+CAMPAIGN = "demo-screens"
+SCREENS = (
+    "home", "search", "feed", "profile", "settings", "notifications", "messages", "compose",
+    "camera", "gallery", "player", "playlist", "library", "downloads", "store", "checkout",
+    "cart", "orders", "wishlist", "help", "about", "login", "signup", "onboarding",
+    "map", "nearby", "events", "calendar", "friends", "groups", "stories", "live",
+)  # fmt: skip
+BATCH = 1000
+THREADS = 4
+ADMIN_APP = "demo"
+
+
+def default_oracle() -> str:
+    from ldptel.client.oracles import ORACLES
+
+    return "oue" if "oue" in ORACLES else "de"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n", type=int, default=100_000, help="simulated users (default 100000)")
+    parser.add_argument("--oracle", default=None, help="oracle name (default oue)")
+    parser.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
+    parser.add_argument(
+        "--domain-size", type=int, default=len(SCREENS), metavar="D", help="items (default 32)"
+    )
+    parser.add_argument("--zipf-exponent", type=float, default=1.1, metavar="S")
+    parser.add_argument("--seed", type=int, default=2024, help="simulation seed (default 2024)")
+    parser.add_argument(
+        "--html",
+        default="ldptel-demo-report.html",
+        metavar="FILE",
+        help="where to write the HTML report (default ./ldptel-demo-report.html)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def item_names(domain_size: int) -> list[str]:
+    """App screens for the first 32 items, then screen-<i>."""
+    return [SCREENS[i] if i < len(SCREENS) else f"screen-{i}" for i in range(domain_size)]
+
+
+def zipf_values(n: int, domain_size: int, exponent: float, rng: np.random.Generator) -> Any:
+    """n true values with P(item i) proportional to 1 / (i + 1)^exponent."""
+    weights = 1.0 / np.arange(1, domain_size + 1) ** exponent
+    return rng.choice(domain_size, size=n, p=weights / weights.sum())
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so every `finally` stops what the demo started."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Stage:
+    """A tqdm progress bar on stderr for one stage of the demo."""
+
+    def __init__(self, description: str, total: int | None = None, unit: str = "it") -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total, desc=f"{description:<22}", unit=unit, unit_scale=True, file=sys.stderr,
+            leave=True, dynamic_ncols=True,
+        )  # fmt: skip
+        self.lock = threading.Lock()
+
+    def advance(self, amount: int = 1) -> None:
+        with self.lock:
+            self.bar.update(amount)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """The WSGI app on a free loopback port in a background thread; yields its base URL."""
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="collector", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+class DemoClient:
+    """What an app's users do: fetch the config, randomize, POST batches (idempotently)."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        import requests
+
+        self.base_url = base_url
+        self.token = token
+        self.local = threading.local()
+        self.requests = requests
+
+    def session(self) -> Any:
+        if not hasattr(self.local, "session"):
+            self.local.session = self.requests.Session()
+            self.local.session.headers["Authorization"] = f"Bearer {self.token}"
+        return self.local.session
+
+    def post_batch(self, body: dict[str, Any]) -> int:
+        key = uuid.uuid4().hex
+        for _attempt in range(3):  # a retry with the same key is stored once
+            response = self.session().post(
+                f"{self.base_url}/v1/reports", json=body, headers={"Idempotency-Key": key}
+            )
+            if response.status_code == 202:
+                return int(response.json()["accepted"])
+            if response.status_code not in (429, 503):
+                break
+        raise ParameterError("collector", f"batch rejected: {response.status_code} {response.text}")
+
+
+def admin_post(base_url: str, path: str, admin_token: str, body: dict[str, Any]) -> Any:
+    import requests
+
+    response = requests.post(
+        f"{base_url}{path}", json=body, headers={"Authorization": f"Bearer {admin_token}"}
+    )
+    if response.status_code not in (200, 201):
+        raise ParameterError("collector", f"{path}: {response.status_code} {response.text}")
+    return response.json()
+
+
+def post_reports(
+    client: DemoClient, config: dict[str, Any], values: Any, seed: int, stage: Stage
+) -> int:
+    """Simulated users randomize their values and post them in batches from a few threads."""
+    from ldptel.client.campaign import CampaignConfig
+
+    oracle = CampaignConfig.from_dict(
+        {k: v for k, v in config.items() if k != "config_id"}
+    ).build_oracle()
+    starts = range(0, len(values), BATCH)
+    seeds = np.random.SeedSequence(seed).spawn(len(starts))
+
+    def send(start: int, seed_sequence: np.random.SeedSequence) -> int:
+        # Real clients draw from the OS CSPRNG; the simulation is seeded to be repeatable.
+        rng = np.random.default_rng(seed_sequence)
+        batch = oracle.perturb_batch(values[start : start + BATCH], rng)
+        body = {
+            "campaign": config["name"],
+            "config_id": config["config_id"],
+            "reports": oracle.encode(batch),
+        }
+        accepted = client.post_batch(body)
+        stage.advance(accepted)
+        return accepted
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        futures = [pool.submit(send, start, s) for start, s in zip(starts, seeds, strict=True)]
+        try:
+            return sum(future.result() for future in futures)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.n < 1:
+        raise ParameterError("n", "must be >= 1")
+    if not 2 <= args.domain_size <= 4096:
+        raise ParameterError("domain_size", "must be in [2, 4096] for the demo")
+    with sigterm_as_interrupt(), ExitStack() as stack:
+        return _demo(args, stack)
+
+
+def _step(description: str, action: Callable[[], Any]) -> Any:
+    stage = Stage(description, total=1)
+    try:
+        result = action()
+        stage.advance()
+        return result
+    finally:
+        stage.close()
+
+
+def _demo(args: argparse.Namespace, stack: ExitStack) -> int:
+    import logging
+
+    import redis
+
+    from ldptel.aggregator.html import render_html
+    from ldptel.aggregator.registry import Registry
+    from ldptel.aggregator.report import build_window, list_windows
+    from ldptel.aggregator.table import format_window
+    from ldptel.aggregator.worker import Worker
+    from ldptel.collector import create_app
+    from ldptel.collector.redis_server import RedisServer
+
+    server = _step("starting redis-server", lambda: RedisServer(appendonly=False).start())
+    stack.callback(server.cleanup)
+    admin_token = secrets.token_urlsafe(32)
+    app = create_app({"redis_url": server.url, "admin_token": admin_token, "rate_limit": 0})
+    for quiet in ("ldptel.collector.access", "werkzeug"):  # one line per request otherwise
+        logging.getLogger(quiet).setLevel(logging.WARNING)
+    base_url = stack.enter_context(serve(app))
+
+    names = item_names(args.domain_size)
+    campaign = {
+        "name": CAMPAIGN,
+        "oracle": args.oracle or default_oracle(),
+        "epsilon": args.epsilon,
+        "domain": names,
+        "shards": 2,
+    }
+    created = _step(
+        "registering campaign", lambda: admin_post(base_url, "/v1/campaigns", admin_token, campaign)
+    )
+    config = {**campaign, "config_id": created["config_id"]}
+    token = admin_post(base_url, "/v1/tokens", admin_token, {"app": ADMIN_APP})["token"]
+
+    rng = np.random.default_rng(args.seed)
+    values = zipf_values(args.n, args.domain_size, args.zipf_exponent, rng)
+    true_counts = np.bincount(values, minlength=args.domain_size).tolist()
+    stage = Stage("users posting reports", total=args.n, unit="report")
+    try:
+        post_reports(DemoClient(base_url, token), config, values, args.seed, stage)
+    finally:
+        stage.close()
+
+    client = redis.Redis.from_url(server.url)
+    stack.callback(client.close)
+    stage = Stage("aggregating", total=args.n, unit="report")
+    try:
+        Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
+    finally:
+        stage.close()
+
+    registry = Registry(client)
+    window = list_windows(client, registry, CAMPAIGN)[-1]
+    document = build_window(client, registry, CAMPAIGN, window)
+    for report in document["reports"]:
+        for item in report["items"]:
+            item["true_count"] = true_counts[item["index"]]
+    Path(args.html).write_text(render_html(document), encoding="utf-8")
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        print(format_window(document, true_counts))
+        print(f"\nHTML report: {Path(args.html).resolve()}")
+    return 0

@@ -1,0 +1,65 @@
+"""`ldptel report CAMPAIGN`: a window's estimates, built from the current window state, as a
+table for people, JSON for machines, or a self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ldptel.cli.aggregator import (
+    add_redis_argument,
+    add_report_arguments,
+    redis_client,
+    report_options,
+)
+from ldptel.client.errors import ParameterError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("campaign", help="campaign name")
+    parser.add_argument(
+        "--window",
+        default="latest",
+        help="window start: unix seconds, an ISO date/time, or 'latest' (default)",
+    )
+    parser.add_argument("--list", action="store_true", help="list the windows that have data")
+    add_redis_argument(parser)
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the window document as JSON")
+    output.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    add_report_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ldptel.aggregator.html import render_html
+    from ldptel.aggregator.registry import Registry
+    from ldptel.aggregator.report import build_window, iso, list_windows, parse_window
+    from ldptel.aggregator.table import format_window
+
+    client = redis_client(args.redis_url)
+    registry = Registry(client)
+    if registry.current_config_id(args.campaign) is None:
+        raise ParameterError("campaign", f"unknown campaign {args.campaign!r}")
+    windows = list_windows(client, registry, args.campaign)
+    if args.list:
+        for window in windows:
+            print(f"{window}  {iso(window)}")
+        return 0
+    if args.window == "latest":
+        if not windows:
+            raise ParameterError("window", f"campaign {args.campaign!r} has no data yet")
+        window = windows[-1]
+    else:
+        config = registry.current_config(args.campaign)
+        assert config is not None  # checked above
+        window = config.window_of(parse_window(args.window))
+    document = build_window(client, registry, args.campaign, window, report_options(args))
+    if args.json:
+        print(json.dumps(document, indent=2))
+    elif args.html:
+        Path(args.html).write_text(render_html(document), encoding="utf-8")
+        print(f"wrote {args.html}")
+    else:
+        print(format_window(document))
+    return 0
