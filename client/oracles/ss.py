@@ -1,0 +1,142 @@
+"""Subset Selection (Ye & Barg, IEEE Trans. IT 2018; Wang et al., arXiv:1602.07387, 2016).
+
+A report is a subset of k of the d items that contains the true value with probability
+p = k e^eps / (k e^eps + d - k); the rest of the subset is uniform among the other items.
+Wire form: {"bits": base64(packbits(d bits))}, bit i set iff item i is in the subset, exactly
+k bits set (docs/protocol.md). A fixed d-bit vector beats a list of k indices in JSON unless
+e^eps > ~25, and makes validation and support a vectorized popcount / column sum.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.client.errors import ReportError
+from ldptel.client.oracles.base import (
+    Field,
+    PureOracle,
+    ReportBatch,
+    WireReport,
+    check_int,
+)
+from ldptel.client.oracles.unary import (
+    BYTE_BITS,
+    bit_counts,
+    decode_bit_vectors,
+    encode_bit_vectors,
+    pack_bits,
+    packed_width,
+)
+from ldptel.client.randomness import Rng
+
+#: Random keys drawn at once in perturb_batch (rows * (d - 1)), to bound memory.
+_KEYS_PER_CHUNK = 1 << 22
+
+
+def default_subset_size(domain_size: int, epsilon: float) -> int:
+    """k = max(1, round(d / (e^eps + 1))), the size minimizing the variance (Wang et al. 2016)."""
+    return max(1, min(domain_size - 1, round(domain_size / (math.exp(epsilon) + 1))))
+
+
+def item_bits(packed: NDArray[np.uint8], item: int) -> NDArray[np.int64]:
+    """Bit `item` of each packed row (MSB-first packing)."""
+    column = packed[:, item >> 3].astype(np.int64)
+    return (column >> (7 - (item & 7))) & 1
+
+
+class SubsetSelection(PureOracle):
+    """k-subset mechanism: P[subset S | v] is p / C(d-1, k-1) if v in S else
+    (1-p) / C(d-1, k), whose ratio over two inputs is at most e^eps."""
+
+    name = "ss"
+    audit_event_count = 4
+
+    def __init__(self, *, epsilon: float, domain_size: int, k: int | None = None) -> None:
+        super().__init__(epsilon=epsilon, domain_size=domain_size)
+        d = self.domain_size
+        self.k = (
+            default_subset_size(d, self.requested_epsilon)
+            if k is None
+            else check_int(k, "k", 1, d - 1)
+        )
+        e = math.exp(self.requested_epsilon)
+        self.p = self.k * e / (self.k * e + d - self.k)
+        self.fields = (Field("bits", "u1", packed_width(d)),)
+
+    @property
+    def epsilon(self) -> float:
+        # Ratio of the two subset probabilities above: p/(1-p) * C(d-1,k)/C(d-1,k-1)
+        # = p/(1-p) * (d-k)/k, which is e^eps for the p chosen.
+        d, k, p = self.domain_size, self.k, self.p
+        return math.log(p / (1 - p) * (d - k) / k)
+
+    @property
+    def p_star(self) -> float:
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        # An item other than the true one is in S with probability
+        # p (k-1)/(d-1) (true value in S, k-1 others) + (1-p) k/(d-1) (true value not in S).
+        d, k, p = self.domain_size, self.k, self.p
+        return (p * (k - 1) + (1 - p) * k) / (d - 1)
+
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        items = np.asarray(values, dtype=np.int64)
+        rows = max(1, _KEYS_PER_CHUNK // self.domain_size)
+        chunks = [
+            self._perturb_chunk(items[start : start + rows], rng)
+            for start in range(0, items.size, rows)
+        ]
+        packed = np.concatenate(chunks) if chunks else np.empty((0, self.fields[0].width))
+        return {"bits": packed.astype(np.uint8)}
+
+    def _perturb_chunk(self, values: NDArray[np.int64], rng: Rng) -> NDArray[np.uint8]:
+        n, d, k = values.size, self.domain_size, self.k
+        include = rng.random(n) < self.p
+        # The k smallest of d-1 iid uniform keys are a uniform k-subset of the other items;
+        # partitioning at k-2 and k-1 also gives the k-1 smallest (a uniform (k-1)-subset).
+        keys = rng.random((n, d - 1))
+        kth = (k - 2, k - 1) if k >= 2 else (0,)
+        chosen = np.argpartition(keys, kth, axis=1)[:, :k]
+        chosen += chosen >= values[:, None]  # index among the others -> item id
+        chosen[include, k - 1] = values[include]  # the k-th slot goes to the true value
+        bits = np.zeros((n, d), dtype=np.uint8)
+        bits[np.arange(n)[:, None], chosen] = 1
+        return pack_bits(bits)
+
+    def encode(self, batch: ReportBatch) -> list[WireReport]:
+        return [{"bits": text} for text in encode_bit_vectors(batch["bits"])]
+
+    def decode(self, reports: object) -> ReportBatch:
+        packed = decode_bit_vectors(reports, self.domain_size, "bits")
+        set_bits = BYTE_BITS.sum(axis=1)[packed].sum(axis=1)
+        wrong = np.flatnonzero(set_bits != self.k)
+        if wrong.size:
+            raise ReportError("bits", f"must have exactly k = {self.k} bits set", int(wrong[0]))
+        return {"bits": packed}
+
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return bit_counts(batch["bits"], self.domain_size)
+
+    def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
+        # Events: (lower item in S, higher item in S); the likelihood ratio of a subset
+        # depends only on these two memberships.
+        low, high = min(value, other), max(value, other)
+        packed = batch["bits"]
+        return 2 * item_bits(packed, low) + item_bits(packed, high)
+
+    def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
+        d, k, p = self.domain_size, self.k, self.p
+        both = p * (k - 1) / (d - 1)
+        only_value = p * (d - k) / (d - 1)
+        only_other = (1 - p) * k / (d - 1)
+        neither = (1 - p) * (d - 1 - k) / (d - 1)
+        only_low, only_high = (
+            (only_value, only_other) if value < other else (only_other, only_value)
+        )
+        return np.array([neither, only_high, only_low, both])
