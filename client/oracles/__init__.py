@@ -12,6 +12,8 @@ from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import FrequencyOracle, PureOracle, ReportBatch, WireReport
 from ldptel.client.oracles.blh import BinaryLocalHashing
 from ldptel.client.oracles.de import DirectEncoding
+from ldptel.client.oracles.oue import OptimizedUnaryEncoding
+from ldptel.client.oracles.sue import SymmetricUnaryEncoding
 from ldptel.client.oracles.olh import OptimizedLocalHashing
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.she import SummationHistogramEncoding
@@ -21,6 +23,8 @@ from ldptel.client.oracles.the import ThresholdHistogramEncoding
 #: Protocol name -> oracle class. Explicit, so a name on the wire always means one class.
 ORACLES: dict[str, type[FrequencyOracle]] = {
     "de": DirectEncoding,
+    "sue": SymmetricUnaryEncoding,
+    "oue": OptimizedUnaryEncoding,
     "sue": SymmetricUnaryEncoding,
     "oue": OptimizedUnaryEncoding,
     "blh": BinaryLocalHashing,
