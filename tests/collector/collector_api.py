@@ -1,0 +1,86 @@
+"""A real collector over real HTTP (werkzeug's threaded server on a free port), and a small
+client for its API."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from ldptel.collector import create_app
+
+ADMIN_TOKEN = "test-admin-token-0123456789"
+DOMAIN = ["red", "green", "blue", "cyan", "pink"]
+
+
+def campaign_config(name: str = "colors", **changes: Any) -> dict[str, Any]:
+    return {"name": name, "oracle": "de", "epsilon": 1.0, "domain": DOMAIN, **changes}
+
+
+@dataclass
+class Api:
+    """The collector's URL with the calls tests make most."""
+
+    url: str
+    session: requests.Session = field(default_factory=requests.Session)
+
+    def admin(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+    def create_campaign(self, config: Mapping[str, Any] | None = None) -> str:
+        response = self.session.post(
+            f"{self.url}/v1/campaigns", json=dict(config or campaign_config()), headers=self.admin()
+        )
+        assert response.status_code in (200, 201), response.text
+        return str(response.json()["config_id"])
+
+    def create_token(self, app: str = "testapp") -> str:
+        response = self.session.post(
+            f"{self.url}/v1/tokens", json={"app": app}, headers=self.admin()
+        )
+        assert response.status_code == 201, response.text
+        return str(response.json()["token"])
+
+    def post_reports(
+        self,
+        token: str,
+        body: Any,
+        *,
+        key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        sent = {
+            "Authorization": f"Bearer {token}",
+            "Idempotency-Key": key or uuid.uuid4().hex,
+            **(headers or {}),
+        }
+        return self.session.post(f"{self.url}/v1/reports", json=body, headers=sent)
+
+
+class ServerThread:
+    """The app served by werkzeug in a background thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def serve(settings: Mapping[str, Any]) -> ServerThread:
+    return ServerThread(create_app({"admin_token": ADMIN_TOKEN, "rate_limit": 0, **settings}))
+
+
+def batch(config_id: str, values: list[int], name: str = "colors") -> dict[str, Any]:
+    return {"campaign": name, "config_id": config_id, "reports": [{"y": v} for v in values]}

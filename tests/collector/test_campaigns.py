@@ -1,0 +1,133 @@
+"""Campaign registry and tokens over HTTP: POST/GET /v1/campaigns, retire, POST /v1/tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from collector_api import Api, campaign_config
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.collector import keys
+from ldptel.collector.auth import token_hash
+
+
+def error_of(response: Any) -> tuple[str, str]:
+    body = response.json()["error"]
+    return body["field"], body["reason"]
+
+
+def test_created_campaign_is_served_with_its_config_id_as_etag(api: Api) -> None:
+    config_id = api.create_campaign()
+    response = api.session.get(f"{api.url}/v1/campaigns/colors")
+    assert response.status_code == 200
+    body = response.json()
+    assert body.pop("config_id") == config_id
+    assert CampaignConfig.from_dict(body).config_id == config_id
+    assert response.headers["ETag"] == f'"{config_id}"'
+    assert "max-age" in response.headers["Cache-Control"]
+
+
+def test_if_none_match_gives_304(api: Api) -> None:
+    config_id = api.create_campaign()
+    for tag in (f'"{config_id}"', f'W/"{config_id}"', f'"other", "{config_id}"', "*"):
+        response = api.session.get(f"{api.url}/v1/campaigns/colors", headers={"If-None-Match": tag})
+        assert response.status_code == 304, tag
+    stale = api.session.get(f"{api.url}/v1/campaigns/colors", headers={"If-None-Match": '"x"'})
+    assert stale.status_code == 200
+
+
+def test_creating_the_same_config_again_changes_nothing(api: Api) -> None:
+    first = api.session.post(f"{api.url}/v1/campaigns", json=campaign_config(), headers=api.admin())
+    again = api.session.post(f"{api.url}/v1/campaigns", json=campaign_config(), headers=api.admin())
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["config_id"] == again.json()["config_id"]
+    assert again.json()["changed"] is False
+
+
+def test_a_changed_config_gets_a_new_active_id_and_the_old_stays_readable(
+    api: Api, redis_client: Any
+) -> None:
+    old = api.create_campaign()
+    new = api.create_campaign(campaign_config(epsilon=2.0))
+    assert new != old
+    assert api.session.get(f"{api.url}/v1/campaigns/colors").json()["config_id"] == new
+    assert redis_client.get(keys.config(old)) is not None
+    assert redis_client.hget(keys.campaign("colors"), "config_id") == new.encode()
+    assert redis_client.smembers(keys.campaigns()) == {b"colors"}
+
+
+def test_retired_campaign_is_gone_and_cannot_be_recreated(api: Api) -> None:
+    api.create_campaign()
+    retired = api.session.post(f"{api.url}/v1/campaigns/colors/retire", headers=api.admin())
+    assert retired.status_code == 200 and retired.json()["retired"] is True
+    assert api.session.get(f"{api.url}/v1/campaigns/colors").status_code == 410
+    again = api.session.post(
+        f"{api.url}/v1/campaigns", json=campaign_config(epsilon=3.0), headers=api.admin()
+    )
+    assert again.status_code == 409
+    assert error_of(again)[0] == "name"
+
+
+def test_unknown_campaign_is_404(api: Api) -> None:
+    assert api.session.get(f"{api.url}/v1/campaigns/nope").status_code == 404
+    response = api.session.post(f"{api.url}/v1/campaigns/nope/retire", headers=api.admin())
+    assert response.status_code == 404
+    assert error_of(response) == ("campaign", "unknown campaign")
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        (campaign_config(epsilon=0), "epsilon"),
+        (campaign_config(epsilon="1"), "epsilon"),
+        (campaign_config(oracle="nosuch"), "oracle"),
+        (campaign_config(name="Bad Name"), "name"),
+        (campaign_config(shards=0), "shards"),
+        (campaign_config(surprise=1), "surprise"),
+        (campaign_config(params={"g": 2}), "params"),
+        ({"name": "x"}, "oracle"),
+        ([1, 2], "config"),
+    ],
+)
+def test_invalid_config_is_400_naming_the_field(api: Api, config: Any, field: str) -> None:
+    response = api.session.post(f"{api.url}/v1/campaigns", json=config, headers=api.admin())
+    assert response.status_code == 400
+    assert error_of(response)[0] == field
+
+
+def test_admin_endpoints_need_the_admin_token(api: Api) -> None:
+    token = api.create_token()
+    calls = [
+        ("post", "/v1/campaigns", campaign_config()),
+        ("post", "/v1/campaigns/colors/retire", None),
+        ("post", "/v1/tokens", {"app": "x"}),
+    ]
+    for method, path, body in calls:
+        missing = api.session.request(method, f"{api.url}{path}", json=body)
+        assert missing.status_code == 401, path
+        assert missing.headers["WWW-Authenticate"] == "Bearer"
+        wrong = api.session.request(
+            method, f"{api.url}{path}", json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert wrong.status_code == 403, path
+        malformed = api.session.request(
+            method, f"{api.url}{path}", json=body, headers={"Authorization": "Basic abc"}
+        )
+        assert malformed.status_code == 401, path
+
+
+def test_token_is_returned_once_and_stored_only_as_its_hash(api: Api, redis_client: Any) -> None:
+    token = api.create_token("myapp")
+    stored = redis_client.hgetall(keys.token(token_hash(token)))
+    assert stored[b"app"] == b"myapp"
+    dump = b"".join(redis_client.dump(key) or b"" for key in redis_client.keys("*")) + b"".join(
+        redis_client.keys("*")
+    )
+    assert token.encode() not in dump
+
+
+@pytest.mark.parametrize("body", [{"app": "Bad App"}, {}, {"app": 3}, {"app": "a", "x": 1}])
+def test_invalid_token_request_is_400(api: Api, body: Any) -> None:
+    response = api.session.post(f"{api.url}/v1/tokens", json=body, headers=api.admin())
+    assert response.status_code == 400
