@@ -49,7 +49,8 @@ def key_lanes(keys: NDArray[np.uint64]) -> tuple[NDArray[np.uint32], NDArray[np.
     keys = np.asarray(keys, dtype=np.uint64)
     low = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     high = (keys >> np.uint64(32)).astype(np.uint32)
-    return low * _P3, high * _P3
+    with np.errstate(over="ignore"):  # wrapping is the point (numpy warns for 0-d inputs)
+        return low * _P3, high * _P3
 
 
 def lh_hash(keys: NDArray[np.uint64], seeds: NDArray[np.uint32]) -> NDArray[np.uint32]:
