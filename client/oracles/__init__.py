@@ -9,14 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from ldptel.client.errors import ParameterError
+from ldptel.client.oracles.auto import AutoOracle
 from ldptel.client.oracles.base import FrequencyOracle, PureOracle, ReportBatch, WireReport
 from ldptel.client.oracles.blh import BinaryLocalHashing
 from ldptel.client.oracles.de import DirectEncoding
-from ldptel.client.oracles.oue import OptimizedUnaryEncoding
-from ldptel.client.oracles.sue import SymmetricUnaryEncoding
+from ldptel.client.oracles.hr import HadamardResponse
 from ldptel.client.oracles.olh import OptimizedLocalHashing
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
+from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.oracles.she import SummationHistogramEncoding
+from ldptel.client.oracles.ss import SubsetSelection
 from ldptel.client.oracles.sue import SymmetricUnaryEncoding
 from ldptel.client.oracles.the import ThresholdHistogramEncoding
 
@@ -25,12 +27,14 @@ ORACLES: dict[str, type[FrequencyOracle]] = {
     "de": DirectEncoding,
     "sue": SymmetricUnaryEncoding,
     "oue": OptimizedUnaryEncoding,
-    "sue": SymmetricUnaryEncoding,
-    "oue": OptimizedUnaryEncoding,
     "blh": BinaryLocalHashing,
     "olh": OptimizedLocalHashing,
     "she": SummationHistogramEncoding,
     "the": ThresholdHistogramEncoding,
+    "rappor": Rappor,
+    "ss": SubsetSelection,
+    "hr": HadamardResponse,
+    "auto": AutoOracle,
 }
 
 #: Other names people know the same oracles by.

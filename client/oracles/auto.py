@@ -1,0 +1,130 @@
+"""`auto`: the oracle with the lowest exact variance for a campaign's (d, epsilon, size limit).
+
+Every registered oracle whose estimate is exactly unbiased is built with its default
+parameters; those whose report fits the size limit compete on the f_v = 0 term of their exact
+per-report variance, and candidates within 2% of the best are ranked by client + server cost.
+With Wang et al.'s formulas this picks DE below about 3 e^eps + 2 categories (where
+(d - 2 + e^eps) < 4 e^eps), then OUE / OLH / SS / HR by size and cost.
+
+The report size is the compact (stored) size of one report, sum of its fields' bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ldptel.client.errors import ParameterError
+from ldptel.client.oracles.base import FrequencyOracle, check_epsilon, check_int
+
+#: Candidates whose variance is within this factor of the best count as tied.
+NEAR_TIE = 1.02
+
+#: Work per report in "items touched", as (client, server) per item of the domain plus a
+#: constant: a bit-vector report is counted a byte (8 items) at a time on the server, and
+#: local hashing hashes every candidate for every report.
+COSTS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
+    "de": ((1, 0), (1, 0)),
+    "hr": ((1, 0), (1, 0)),
+    "olh": ((1, 0), (0, 1)),
+    "blh": ((1, 0), (0, 1)),
+    "oue": ((0, 1), (0, 1 / 8)),
+    "sue": ((0, 1), (0, 1 / 8)),
+    "ss": ((0, 1), (0, 1 / 8)),
+}
+#: Oracles missing from COSTS touch every item on both sides.
+DEFAULT_COST = ((0.0, 1.0), (0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    oracle: str
+    variance: float  # Var[estimated count] / n at f_v = 0 (the worst item)
+    report_bytes: int
+    cost: float
+    fits: bool
+
+
+def cost(name: str, domain_size: int) -> float:
+    """Client + server work per report (see COSTS)."""
+    return sum(fixed + per_item * domain_size for fixed, per_item in COSTS.get(name, DEFAULT_COST))
+
+
+def _build(cls: type[FrequencyOracle], epsilon: float, domain_size: int) -> FrequencyOracle:
+    labels = {"labels": [str(i) for i in range(domain_size)]} if cls.takes_labels else {}
+    return cls(epsilon=epsilon, domain_size=domain_size, **labels)
+
+
+def choose_oracle(
+    domain_size: int, epsilon: float, max_report_bytes: int | None = None
+) -> dict[str, Any]:
+    """The choice and the numbers behind it, JSON-ready (a campaign config can embed it):
+    {"oracle", "params", "reason", "candidates": [{"oracle", "variance", "report_bytes",
+    "cost", "fits"}, ...]}, where variance is Var[estimated count] / n at f_v = 0."""
+    from ldptel.client.oracles import ORACLES
+
+    d = check_int(domain_size, "domain_size", 2, 2**24)
+    eps = check_epsilon(epsilon)
+    limit = None if max_report_bytes is None else check_int(max_report_bytes, "max_report_bytes", 1)
+    rows = []
+    for name, cls in ORACLES.items():
+        if name == AutoOracle.name or not cls.exact_estimator:
+            continue
+        oracle = _build(cls, eps, d)
+        size = sum(f.nbytes(1) for f in oracle.fields)
+        variance = float(np.max(oracle.variance(1)))
+        fits = limit is None or size <= limit
+        rows.append(Candidate(name, variance, size, cost(name, d), fits))
+    rows.sort(key=lambda row: (row.variance, row.cost))
+    fitting = [row for row in rows if row.fits]
+    if not fitting:
+        smallest = min(row.report_bytes for row in rows)
+        raise ParameterError(
+            "max_report_bytes", f"no oracle's report fits {limit} bytes (smallest: {smallest})"
+        )
+    tied = [row for row in fitting if row.variance <= fitting[0].variance * NEAR_TIE]
+    chosen = min(tied, key=lambda row: (row.cost, row.variance))
+    reason = (
+        f"lowest variance at f_v = 0 ({chosen.variance:.6g} n)"
+        if len(tied) == 1
+        else f"cheapest of {len(tied)} oracles within {NEAR_TIE - 1:.0%} of the lowest variance"
+    )
+    if limit is not None:
+        reason += f" among reports of at most {limit} bytes"
+    return {
+        "oracle": chosen.oracle,
+        "params": {},
+        "epsilon": eps,
+        "domain_size": d,
+        "max_report_bytes": limit,
+        "reason": reason,
+        "candidates": [asdict(row) for row in rows],
+    }
+
+
+class AutoOracle(FrequencyOracle):
+    """`make_oracle("auto", ...)` builds the oracle `choose_oracle` picks (with its default
+    parameters); the returned oracle carries the explanation as `auto_choice`."""
+
+    name = "auto"
+    takes_labels = True
+
+    def __new__(  # type: ignore[misc]
+        cls,
+        *,
+        epsilon: float,
+        domain_size: int,
+        max_report_bytes: int | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> FrequencyOracle:
+        from ldptel.client.oracles import ORACLES
+
+        choice = choose_oracle(domain_size, epsilon, max_report_bytes)
+        chosen = ORACLES[choice["oracle"]]
+        extra = {"labels": labels} if chosen.takes_labels and labels is not None else {}
+        oracle = chosen(epsilon=epsilon, domain_size=domain_size, **extra)
+        oracle.auto_choice = choice  # type: ignore[attr-defined]
+        return oracle

@@ -1,0 +1,141 @@
+"""Decoding full RAPPOR against a candidate list (the analyst's side; needs scipy).
+
+As Google's analysis does (Erlingsson et al. 2014, Sec. 4): unbiased counts of set Bloom bits
+per (cohort, bit), a linear model over the candidates' Bloom patterns, a non-negative fit,
+standard errors, and a multiple-testing-corrected significance test per candidate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from ldptel.client.oracles.rappor import Rappor, RapporFit
+
+#: FISTA iterations of the non-negative LASSO (a selection step, refitted by NNLS after).
+LASSO_ITERATIONS = 400
+
+
+def _largest_eigenvalue(matrix: NDArray[np.float64], rng: np.random.Generator) -> float:
+    """||X||_2^2 by power iteration on X'X (enough for a FISTA step size)."""
+    vector: NDArray[np.float64] = np.asarray(rng.random(matrix.shape[1]) + 0.1)
+    value = 0.0
+    for _ in range(50):
+        image = matrix.T @ (matrix @ vector)
+        value = float(np.linalg.norm(image))
+        if value == 0.0:
+            return 0.0
+        vector = np.asarray(image / value, dtype=np.float64)
+    return value
+
+
+def nonnegative_lasso(
+    matrix: NDArray[np.float64], target: NDArray[np.float64], penalty: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """argmin_{x >= 0} ||X x - y||^2 / 2 + penalty . x by FISTA (Beck & Teboulle 2009)."""
+    lipschitz = 1.01 * _largest_eigenvalue(matrix, np.random.default_rng(0))
+    x = np.zeros(matrix.shape[1])
+    if lipschitz == 0.0:
+        return x
+    z, t = x, 1.0
+    for _ in range(LASSO_ITERATIONS):
+        gradient = matrix.T @ (matrix @ z - target)
+        x_next = np.maximum(0.0, z - (gradient + penalty) / lipschitz)
+        t_next = (1 + math.sqrt(1 + 4 * t * t)) / 2
+        z = x_next + ((t - 1) / t_next) * (x_next - x)
+        x, t = x_next, t_next
+    return x
+
+
+def fit_candidates(
+    oracle: Rappor, support: NDArray[np.int64], alpha: float, lasso: bool | None
+) -> RapporFit:
+    """See Rappor.fit."""
+    from scipy.optimize import nnls
+    from scipy.stats import norm
+
+    from ldptel.client.oracles.rappor import RapporFit
+
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be in (0, 1)")
+    d = oracle.domain_size
+    counts, variances, reports = oracle.bit_estimates(support)
+    n = int(reports.sum())
+    estimate, stderr = np.zeros(d), np.full(d, np.nan)
+    pvalue, selected = np.ones(d), np.zeros(d, dtype=bool)
+    use_lasso = d > oracle.m * oracle.k // 4 if lasso is None else lasso
+    active = np.flatnonzero(reports > 0)
+    if n > 0:
+        # Rows (c, j) of cohorts with reports: E[t~_cj] = sum_v B_cjv x_v N_c / n, where x_v
+        # is v's count (cohorts are uniform and independent of the value). Each row is divided
+        # by sqrt(N_c s0), s0 the largest per-report variance of a bit, so its noise sd <= 1.
+        gap = oracle.q_star - oracle.p_star
+        s0 = max(oracle.p_star * (1 - oracle.p_star), oracle.q_star * (1 - oracle.q_star))
+        s0 /= gap**2
+        n_c = reports[active].astype(np.float64)
+        scale = np.repeat(np.sqrt(n_c * s0), oracle.k)
+        rows = (active[:, None] * oracle.k + np.arange(oracle.k)).reshape(-1)
+        matrix = oracle.design()[rows] * (np.repeat(n_c, oracle.k) / n / scale)[:, None]
+        target = counts[active].reshape(-1) / scale
+        noise = variances[active].reshape(-1) / scale**2
+        candidates = np.arange(d)
+        if use_lasso:
+            # Universal threshold: a candidate with no reports enters only if its correlation
+            # with the residual beats sqrt(2 ln d) noise standard deviations.
+            penalty = math.sqrt(2 * math.log(max(d, 2))) * np.linalg.norm(matrix, axis=0)
+            candidates = np.flatnonzero(nonnegative_lasso(matrix, target, penalty) > 0)
+        if candidates.size:
+            solution, _ = nnls(matrix[:, candidates], target, maxiter=50 * candidates.size)
+            chosen = candidates[solution > 0]
+            if chosen.size:
+                # On its positive set, NNLS is the least-squares fit; its covariance is the
+                # sandwich G^+ X' diag(noise) X G^+ with G = X'X (plug-in bit variances).
+                columns = matrix[:, chosen]
+                gram_inverse = np.linalg.pinv(columns.T @ columns)
+                spread = gram_inverse @ (columns.T * noise) @ columns @ gram_inverse
+                estimate[chosen] = solution[solution > 0]
+                stderr[chosen] = np.sqrt(np.maximum(np.diag(spread), 0.0))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    pvalue[chosen] = norm.sf(estimate[chosen] / stderr[chosen])
+                pvalue[np.isnan(pvalue)] = 1.0
+                selected[chosen] = True
+    return RapporFit(
+        estimate=estimate,
+        stderr=stderr,
+        pvalue=pvalue,
+        significant=pvalue < alpha / d,
+        selected=selected,
+        n=n,
+        alpha=alpha,
+        lasso=use_lasso,
+    )
+
+
+def design_variance(
+    oracle: Rappor, n: int, frequencies: NDArray[np.float64] | None
+) -> NDArray[np.float64]:
+    """See Rappor.variance: least squares on all candidates, N_c = n/m, per-bit variance from
+    the true frequencies (cohort-assignment noise, a few percent at the defaults, ignored)."""
+    d, m = oracle.domain_size, oracle.m
+    if d > m * oracle.k:
+        return np.full(d, np.inf)
+    design = oracle.design()
+    f = np.zeros(d) if frequencies is None else np.asarray(frequencies, dtype=np.float64)
+    # P[true Bloom bit (c, j) set] = sum_v B_cjv f_v; per-report variance of t~ on that bit.
+    set_probability = np.clip(design @ f, 0.0, 1.0)
+    gap = oracle.q_star - oracle.p_star
+    per_report = (
+        set_probability * oracle.q_star * (1 - oracle.q_star)
+        + (1 - set_probability) * oracle.p_star * (1 - oracle.p_star)
+    ) / gap**2
+    matrix = design / m  # E[t~_cj] = sum_v B_cjv x_v / m
+    gram = matrix.T @ matrix
+    if np.linalg.matrix_rank(gram) < d:
+        return np.full(d, np.inf)
+    gram_inverse = np.linalg.inv(gram)
+    spread = gram_inverse @ (matrix.T * (per_report * n / m)) @ matrix @ gram_inverse
+    return np.asarray(np.diag(spread), dtype=np.float64)
