@@ -60,6 +60,7 @@ def add_delta(
         args += [index, count]
     pipe.eval(ADD_SCRIPT, 1, state.redis_key(name, shard), *args)
     pipe.zadd(keys.state_index(name, shard), {state.member: state.window})
+    pipe.hincrby(keys.pending_reports(name, shard), state.member, 1)
 
 
 def read_state(
@@ -92,3 +93,33 @@ def list_states(
             pipe.zrangebyscore(keys.state_index(name, shard), low, high)
         members = pipe.execute()
     return sorted({StateKey.from_member(m) for shard_members in members for m in shard_members})
+
+
+# Forget a pending state only if no delta was applied since its version was read.
+_DONE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+"""
+
+
+def pending_states(client: Any, name: str, shards: Iterable[int]) -> dict[int, dict[str, bytes]]:
+    """Per shard: state member -> version of the states whose report is out of date."""
+    shards = list(shards)
+    with client.pipeline(transaction=False) as pipe:
+        for shard in shards:
+            pipe.hgetall(keys.pending_reports(name, shard))
+        found = pipe.execute()
+    return {
+        shard: {member.decode(): version for member, version in fields.items()}
+        for shard, fields in zip(shards, found, strict=True)
+    }
+
+
+def reported(client: Any, name: str, pending: dict[int, dict[str, bytes]], window: int) -> None:
+    """Mark the pending states of `window` (as read before its report was built) reported."""
+    for shard, members in pending.items():
+        for member, version in members.items():
+            if StateKey.from_member(member).window == window:
+                client.eval(_DONE, 1, keys.pending_reports(name, shard), member, version)

@@ -21,7 +21,7 @@ from ldptel.aggregator.lease import Lease
 from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
-from ldptel.aggregator.state import StateKey
+from ldptel.aggregator.state import StateKey, pending_states, reported
 from ldptel.collector import keys
 
 log = logging.getLogger("ldptel.aggregator")
@@ -150,10 +150,21 @@ class Worker:
         self.client.execute_command("XTRIM", keys.stream(name, shard), "MINID", threshold)
 
     def _build_reports(self, stats: PassStats) -> None:
-        for name, states in stats.touched.items():
-            for window in sorted({state.window for state in states}):
+        """Rebuild the report of every window with state newer than its stored report
+        (including windows a killed worker applied but never reported)."""
+        for name in self.registry.campaign_names():
+            pending = pending_states(self.client, name, range(self.registry.shard_count(name)))
+            windows = {
+                StateKey.from_member(member).window
+                for members in pending.values()
+                for member in members
+            }
+            for window in sorted(windows):
+                if self.stopping:
+                    return
                 document = build_window(
                     self.client, self.registry, name, window, self.report_options
                 )
                 store_window(self.client, document)
+                reported(self.client, name, pending, window)
                 stats.reports_built += 1

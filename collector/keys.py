@@ -48,6 +48,12 @@ def state_index(name: str, shard: int) -> str:
     return f"{PREFIX}:{{{name}:{shard}}}:states"
 
 
+def pending_reports(name: str, shard: int) -> str:
+    """Hash: state member -> version, bumped with every applied delta; a member leaves only
+    once a report built after that version is stored (so a crash never skips a report)."""
+    return f"{PREFIX}:{{{name}:{shard}}}:pending"
+
+
 def quarantine(name: str, shard: int) -> str:
     """Stream of entries the aggregator could not decode, kept for inspection."""
     return f"{PREFIX}:{{{name}:{shard}}}:quarantine"
