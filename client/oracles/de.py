@@ -79,4 +79,4 @@ class DirectEncoding(PureOracle):
 
     def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
         at_low, at_high = (self.p, self.q) if value < other else (self.q, self.p)
-        return np.array([at_low, at_high, 1.0 - self.p - self.q])
+        return np.array([at_low, at_high, max(0.0, 1.0 - self.p - self.q)])
