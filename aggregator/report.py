@@ -84,7 +84,8 @@ def significance_z(domain_size: int, false_flags: float) -> float:
 def item_statistics(
     oracle: FrequencyOracle, support: NDArray[np.int64], n: int, options: ReportOptions
 ) -> dict[str, NDArray[Any]]:
-    """Per item: estimate, variance, stderr, CI bounds, consistent estimate, significance."""
+    """Per item: estimate, variance, stderr, CI bounds, consistent estimate, and the
+    significance threshold with the flag."""
     estimate = oracle.estimate(support, n)
     # The f_v term of the variance uses the (clipped) estimated frequency of the item.
     frequencies = np.clip(estimate / n, 0.0, 1.0)
@@ -102,6 +103,7 @@ def item_statistics(
         "ci_low": estimate - z_ci * stderr,
         "ci_high": estimate + z_ci * stderr,
         "consistent": consistent(options.consistency, estimate, n, threshold),
+        "threshold": threshold,
         "significant": estimate > threshold,
     }
 
@@ -184,7 +186,7 @@ def build_report(
         "significance": {
             "z": significance_z(oracle.domain_size, options.false_flags),
             "expected_false_flags": options.false_flags,
-            "rule": "estimate > z * stderr under f = 0 (one-sided, Bonferroni over the domain)",
+            "rule": "estimate > threshold = z * stderr under f = 0 (one-sided, Bonferroni)",
         },
         "privacy": privacy_section(config, oracle, n),
         "items": [],

@@ -1,0 +1,171 @@
+"""Reports: their JSON shape, "not enough reports", consistency, significance and the
+shuffle-amplified privacy guarantee."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from stream_entries import make_config, register, simulate
+
+from ldptel.aggregator.consistency import consistent, norm_mul, norm_sub
+from ldptel.aggregator.privacy import default_delta, shuffle_amplification
+from ldptel.aggregator.registry import Registry
+from ldptel.aggregator.report import (
+    NOT_ENOUGH,
+    ReportOptions,
+    build_window,
+    load_window,
+    parse_window,
+    significance_z,
+)
+from ldptel.aggregator.worker import Worker
+from ldptel.client.errors import ParameterError
+
+WINDOW = 1_700_006_400
+ITEM_FIELDS = {
+    "item", "index", "estimate", "variance", "stderr", "ci_low", "ci_high", "consistent",
+    "threshold", "significant",
+}  # fmt: skip
+
+
+def aggregated(client: Any, n: int, **config: Any) -> Any:
+    campaign = make_config(**config)
+    register(client, campaign)
+    values = np.random.default_rng(5).choice(8, size=n, p=[0.4, 0.3, 0.1, 0.1, 0.1, 0, 0, 0])
+    if n:
+        simulate(client, campaign, values, window=WINDOW)
+    Worker(client).run_pass()
+    return campaign
+
+
+def test_the_stored_report_has_every_documented_field(redis_client: Any) -> None:
+    config = aggregated(redis_client, 5000)
+
+    document = load_window(redis_client, config.name, WINDOW)
+
+    assert document is not None
+    json.dumps(document, allow_nan=False)  # plain JSON, no NaN/Infinity
+    assert set(document) == {"campaign", "window", "built_at", "reports"}
+    assert document["window"] == {
+        "start": "2023-11-15T00:00:00Z", "end": "2023-11-16T00:00:00Z",
+        "start_unix": WINDOW, "seconds": 86_400,
+    }  # fmt: skip
+    (report,) = document["reports"]
+    assert report["campaign"] == config.name
+    assert report["config_id"] == config.config_id
+    assert (report["oracle"], report["epsilon"], report["n"]) == ("de", 1.0, 5000)
+    assert report["status"] == "ok" and report["built_at"].endswith("Z")
+    assert [item["item"] for item in report["items"]] == list(config.domain)
+    for item in report["items"]:
+        assert set(item) == ITEM_FIELDS
+        assert item["ci_low"] < item["estimate"] < item["ci_high"]
+        assert item["stderr"] == pytest.approx(math.sqrt(item["variance"]))
+    assert sum(item["consistent"] for item in report["items"]) == pytest.approx(5000)
+    central = report["privacy"]["central"]
+    assert central["applies"] and 0 < central["epsilon"] < 1.0
+    assert central["delta"] == default_delta(5000) < 1 / 5000
+
+
+@pytest.mark.parametrize("n", [0, 1, 99])
+def test_empty_and_tiny_windows_say_not_enough_reports(redis_client: Any, n: int) -> None:
+    config = aggregated(redis_client, n)
+
+    document = build_window(redis_client, Registry(redis_client), config.name, WINDOW)
+
+    (report,) = document["reports"]
+    assert report["status"] == NOT_ENOUGH
+    assert report["n"] == n
+    assert report["items"] == []
+    assert "not enough reports" in report["message"]
+
+
+def test_the_minimum_is_configurable(redis_client: Any) -> None:
+    config = aggregated(redis_client, 150)
+    registry = Registry(redis_client)
+    strict = build_window(
+        redis_client, registry, config.name, WINDOW, ReportOptions(min_reports=200)
+    )
+    loose = build_window(redis_client, registry, config.name, WINDOW, ReportOptions(min_reports=2))
+    assert strict["reports"][0]["status"] == NOT_ENOUGH
+    assert loose["reports"][0]["status"] == "ok"
+
+
+def test_unknown_campaigns_and_options_are_clear_errors(redis_client: Any) -> None:
+    with pytest.raises(ParameterError, match="campaign"):
+        build_window(redis_client, Registry(redis_client), "nope", WINDOW)
+    with pytest.raises(ParameterError, match="consistency"):
+        ReportOptions(consistency="magic")
+
+
+def brute_force_projection(estimate: np.ndarray, n: float) -> np.ndarray:
+    """Norm-Sub by its definition (Wang et al. 2020): find delta with
+    sum max(estimate + delta, 0) = n by bisection."""
+    low, high = -abs(estimate).sum() - n, abs(estimate).sum() + n
+    for _ in range(200):
+        delta = (low + high) / 2
+        if np.maximum(estimate + delta, 0).sum() > n:
+            high = delta
+        else:
+            low = delta
+    return np.maximum(estimate + delta, 0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_norm_sub_is_the_shift_and_clip_that_sums_to_n(seed: int) -> None:
+    estimate = np.random.default_rng(seed).normal(100, 300, size=50)
+    result = norm_sub(estimate, 2000.0)
+    assert (result >= 0).all()
+    assert result.sum() == pytest.approx(2000.0)
+    np.testing.assert_allclose(result, brute_force_projection(estimate, 2000.0), atol=1e-6)
+
+
+def test_the_other_consistency_methods() -> None:
+    estimate = np.array([500.0, 300.0, -50.0, 10.0])
+    threshold = np.full(4, 100.0)
+    assert norm_mul(estimate, 1000.0).sum() == pytest.approx(1000.0)
+    assert consistent("clip", estimate, 1000, threshold).tolist() == [500, 300, 0, 10]
+    assert consistent("base-cut", estimate, 1000, threshold).tolist() == [500, 300, 0, 0]
+    assert consistent("none", estimate, 1000, threshold).tolist() == estimate.tolist()
+    np.testing.assert_array_equal(
+        consistent("projection", estimate, 1000, threshold), norm_sub(estimate, 1000)
+    )
+
+
+def test_the_significance_z_bounds_expected_false_flags() -> None:
+    # One-sided: P(Z > z) * d = 0.05.
+    from statistics import NormalDist
+
+    for d in (2, 32, 1024):
+        z = significance_z(d, 0.05)
+        assert (1 - NormalDist().cdf(z)) * d == pytest.approx(0.05)
+
+
+def test_shuffle_amplification_matches_the_closed_form() -> None:
+    n, eps0, delta = 100_000, 1.0, 1e-6
+    e = math.e
+    expected = math.log(
+        1 + (e - 1) / (e + 1) * (8 * math.sqrt(e * math.log(4 / delta)) / math.sqrt(n) + 8 * e / n)
+    )
+    result = shuffle_amplification(eps0, n, delta)
+    assert result["applies"] and result["epsilon"] == pytest.approx(expected)
+    assert result["epsilon"] < eps0
+
+
+def test_shuffle_amplification_states_when_its_precondition_fails() -> None:
+    # eps0 = 8 needs n >= 16 e^8 log(2/delta) ~ 7e5 users.
+    result = shuffle_amplification(8.0, 10_000)
+    assert not result["applies"]
+    assert result["epsilon"] == 8.0 and result["delta"] == 0.0
+    assert "log(n / (16 log(2/delta)))" in result["reason"]
+
+
+def test_windows_parse_from_seconds_dates_and_times() -> None:
+    assert parse_window("1700006400") == WINDOW
+    assert parse_window("2023-11-15") == WINDOW
+    assert parse_window("2023-11-15T00:00:00Z") == WINDOW
+    with pytest.raises(ParameterError, match="window"):
+        parse_window("yesterday")
