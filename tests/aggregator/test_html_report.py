@@ -1,0 +1,95 @@
+"""The HTML report is self-contained and renders its chart and numbers in a real browser
+(Debian's Chromium, headless, driven by Playwright; no browser download)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from stream_entries import make_config, register, simulate
+
+from ldptel.aggregator.html import render_html
+from ldptel.aggregator.registry import Registry
+from ldptel.aggregator.report import ReportOptions, build_window
+from ldptel.aggregator.worker import Worker
+
+WINDOW = 1_700_006_400
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture
+def document(redis_client: Any) -> dict[str, Any]:
+    config = make_config(domain=["home", "search", "feed", "<profile>", "settings", "help"])
+    register(redis_client, config)
+    values = np.random.default_rng(3).choice(6, size=20_000, p=[0.5, 0.2, 0.15, 0.1, 0.05, 0])
+    simulate(redis_client, config, values, window=WINDOW, batch_size=1000)
+    Worker(redis_client).run_pass()
+    return build_window(redis_client, Registry(redis_client), config.name, WINDOW)
+
+
+def test_the_page_is_self_contained_and_escapes_labels(document: dict[str, Any]) -> None:
+    page = render_html(document)
+    assert "<script" not in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "&lt;profile&gt;" in page and "<profile>" not in page
+    assert "<svg" in page and page.count('class="bar ') == 6
+
+
+def test_a_window_without_enough_reports_shows_the_status(redis_client: Any) -> None:
+    config = make_config()
+    register(redis_client, config)
+    page = render_html(build_window(redis_client, Registry(redis_client), config.name, WINDOW))
+    assert "not enough reports" in page and "<svg" not in page
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_chromium_renders_the_chart_and_the_numbers(
+    document: dict[str, Any], tmp_path: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(document), encoding="utf-8")
+    items = document["reports"][0]["items"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--disable-background-networking", "--no-first-run"],
+        )  # fmt: skip
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            page.goto(page_file.as_uri())
+            bars = page.locator("svg.chart rect.bar")
+            assert bars.count() == len(items)
+            for index in range(bars.count()):
+                box = bars.nth(index).bounding_box()
+                assert box is not None and box["width"] > 0 and box["height"] > 0
+            assert page.locator("svg.chart line.ci").count() == 3 * len(items)
+            # The largest estimate's bar is the widest.
+            widths = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]  # type: ignore[index]
+            assert widths[0] == max(widths)
+            table = page.locator("table.items")
+            for item in items:
+                row = table.locator(f'tr[data-item="{item["item"]}"]')
+                assert row.locator("td.estimate").inner_text() == f"{item['estimate']:,.0f}"
+                assert row.locator("td.consistent").inner_text() == f"{item['consistent']:,.0f}"
+            assert "differentially private" in page.locator(".privacy").inner_text()
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+            Path("build").mkdir(exist_ok=True)
+            shutil.copy(tmp_path / "report.png", "build/report-screenshot.png")
+        finally:
+            browser.close()
+
+
+def test_consistency_choice_shows_in_the_page(redis_client: Any, document: Any) -> None:
+    registry = Registry(redis_client)
+    clipped = build_window(
+        redis_client, registry, "screens", WINDOW, ReportOptions(consistency="clip")
+    )
+    assert "consistent (clip)" in render_html(clipped)
