@@ -85,11 +85,10 @@ class LocalHashing(PureOracle):
         self.labels = self._check_labels(labels)
         self.fields = (Field("seed", "<u4"), Field("y", "<u4"))
         self._lane0, self._lane1 = key_lanes(item_keys(self.labels))
-        # Same algebra as k-RR over g values, written with e^-eps so it cannot overflow:
-        # p = 1 / (1 + (g-1) e^-eps), and each other bucket has q_other = p e^-eps.
-        shrink = math.exp(-self.requested_epsilon)
-        self.p = 1.0 / (1.0 + (self.g - 1) * shrink)
-        self.q_other = self.p * shrink
+        # k-RR over the g buckets: p = e^eps / (e^eps + g - 1), written with e^-eps so it
+        # cannot overflow. Each other bucket gets what the sampler leaves: (1 - p) / (g - 1).
+        self.p = 1.0 / (1.0 + (self.g - 1) * math.exp(-self.requested_epsilon))
+        self.q_other = (1.0 - self.p) / (self.g - 1)
         self._g = np.uint32(self.g)
         self._mask = np.uint32(self.g - 1) if self.g & (self.g - 1) == 0 else None
 
@@ -109,7 +108,8 @@ class LocalHashing(PureOracle):
     # -- privacy ---------------------------------------------------------------------------
     @property
     def epsilon(self) -> float:
-        # eps = ln(p (g-1) / (1-p)) = ln(p / q_other); infinite if p rounded to 1.
+        # eps = ln(p (g-1) / (1-p)) = ln(p / q_other) for the p perturb_batch really uses;
+        # infinite if p rounded to 1 (a huge epsilon): the reports are then not randomized.
         return math.log(self.p / self.q_other) if self.q_other > 0 else math.inf
 
     @property

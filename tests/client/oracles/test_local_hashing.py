@@ -52,9 +52,8 @@ class OverSharing(OptimizedLocalHashing):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        shrink = math.exp(-2 * self.requested_epsilon)
-        self.p = 1.0 / (1.0 + (self.g - 1) * shrink)
-        self.q_other = self.p * shrink
+        self.p = 1.0 / (1.0 + (self.g - 1) * math.exp(-2 * self.requested_epsilon))
+        self.q_other = (1.0 - self.p) / (self.g - 1)
 
     @property
     def epsilon(self) -> float:
