@@ -1,0 +1,119 @@
+"""`ldptel aggregator run`, `ldptel report` and `ldptel demo` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ldptel.cli.main import main
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))
+from stream_entries import make_config, register, simulate
+
+WINDOW = 1_700_006_400
+
+
+@pytest.fixture
+def campaign(redis_client: Any) -> Any:
+    config = make_config(shards=2)
+    register(redis_client, config)
+    values = np.random.default_rng(0).choice(8, size=3000, p=[0.5, 0.2, 0.1, 0.1, 0.1, 0, 0, 0])
+    simulate(redis_client, config, values, window=WINDOW)
+    return config
+
+
+def test_aggregator_run_once_then_report_as_table_json_and_html(
+    campaign: Any, redis_url: str, capsys: Any, tmp_path: Path
+) -> None:
+    assert main(["aggregator", "run", "--once", "--quiet", "--redis-url", redis_url]) == 0
+    assert "aggregated 3,000 reports" in capsys.readouterr().out
+
+    assert main(["report", campaign.name, "--redis-url", redis_url]) == 0
+    table = capsys.readouterr().out
+    assert "n = 3,000" in table and "95% CI" in table and "item0" in table
+
+    assert main(["report", campaign.name, "--redis-url", redis_url, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["reports"][0]["n"] == 3000
+
+    assert main(["report", campaign.name, "--window", "2023-11-15", "--redis-url", redis_url,
+                 "--consistency", "clip", "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["reports"][0]["consistency"] == "clip"
+
+    page = tmp_path / "r.html"
+    assert main(["report", campaign.name, "--redis-url", redis_url, "--html", str(page)]) == 0
+    assert "<svg" in page.read_text()
+    assert capsys.readouterr().out == f"wrote {page}\n"
+
+    assert main(["report", campaign.name, "--list", "--redis-url", redis_url]) == 0
+    assert capsys.readouterr().out.startswith(f"{WINDOW}  2023-11-15T00:00:00Z")
+
+
+def test_report_errors_are_one_line(redis_client: Any, redis_url: str, capsys: Any) -> None:
+    assert main(["report", "nope", "--redis-url", redis_url]) == 2
+    assert "unknown campaign" in capsys.readouterr().err
+    register(redis_client, make_config())
+    assert main(["report", "screens", "--redis-url", redis_url]) == 2
+    assert "no data yet" in capsys.readouterr().err
+    assert main(["report", "screens", "--window", "soon", "--redis-url", redis_url]) == 2
+    assert main(["aggregator", "run", "--every", "0", "--redis-url", redis_url]) == 2
+
+
+def test_an_empty_window_says_not_enough_reports(
+    campaign: Any, redis_url: str, capsys: Any
+) -> None:
+    assert main(["report", campaign.name, "--window", "2020-01-01", "--redis-url", redis_url]) == 0
+    assert "not enough reports: n = 0" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_scheduled_worker_gracefully(campaign: Any, redis_url: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "aggregator", "run", "--every", "1h",
+         "--redis-url", redis_url],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    while not client.exists(f"ldptel:report:{campaign.name}:{WINDOW}"):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 0
+    assert "stopping" in process.stderr.read()  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
+    page = tmp_path / "demo.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "ldptel.cli", "demo", "--n", "20000", "--html", str(page)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "n = 20,000" in done.stdout and "true" in done.stdout
+    assert "home" in done.stdout and "<svg" in page.read_text()
+    assert "users posting reports" in done.stderr  # progress per stage
+
+
+@pytest.mark.slow
+def test_the_demo_json_carries_true_counts(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ldptel.cli", "demo", "--n", "5000", "--oracle", "de",
+         "--domain-size", "40", "--json", "--html", str(tmp_path / "d.html")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (report,) = json.loads(done.stdout)["reports"]
+    assert report["oracle"] == "de" and len(report["items"]) == 40
+    assert sum(item["true_count"] for item in report["items"]) == 5000
