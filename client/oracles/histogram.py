@@ -242,9 +242,11 @@ class HistogramEncoding(FrequencyOracle):
                 raw = base64.b64decode(text, validate=True)
             except (binascii.Error, ValueError):
                 raise ReportError("z", "is not valid base64", i) from None
+            if len(raw) != size:
+                raise ReportError("z", f"must decode to {size} bytes ({self.domain_size} int32)", i)
             # One encoding per report: no non-zero padding bits (re-encoding must match).
-            if len(raw) != size or base64.b64encode(raw).decode("ascii") != text:
-                raise ReportError("z", "is not canonical base64", i)
+            if base64.b64encode(raw).decode("ascii") != text:
+                raise ReportError("z", "is not canonical base64 (non-zero padding bits)", i)
             chunks.append(raw)
         z = np.frombuffer(b"".join(chunks), dtype="<i4").reshape(len(items), self.domain_size)
         # An honest report never leaves [-M, M] (it is clamped there), so this rejects nothing
