@@ -87,6 +87,11 @@ def decode_bit_vector(text: object, nbits: int, field: str, index: int | None = 
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise ReportError(field, "is not valid base64", index) from None
+    # Texts of one length decode to 1 to 3 byte counts ("gA==" is 1 byte, "gEA=" 2).
+    if len(raw) != packed_width(nbits):
+        raise ReportError(
+            field, f"must hold {packed_width(nbits)} bytes ({nbits} bits), got {len(raw)}", index
+        )
     # A text of the right length can still hold one byte too many (no "=" padding).
     if len(raw) != packed_width(nbits):
         raise ReportError(field, f"must hold {packed_width(nbits)} bytes ({nbits} bits)", index)

@@ -1,0 +1,52 @@
+"""SUE, basic one-time RAPPOR (Wang et al., USENIX Security 2017, Sec. 4.2): its parameters,
+its name and alias, and unbiased estimates on the sparse path of the sampler (large eps; the
+contract tests run the dense one)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from contract_checks import check_unbiased, check_variance, known_counts, repeat_estimates
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ldptel.client.oracles import make_oracle, oracle_class, unary
+from ldptel.client.oracles.sue import SymmetricUnaryEncoding
+
+
+def test_rappor_basic_is_sue() -> None:
+    assert oracle_class("rappor-basic") is oracle_class("sue") is SymmetricUnaryEncoding
+
+
+def test_parameters_and_variance_follow_the_paper() -> None:
+    oracle = make_oracle("sue", epsilon=1.5, domain_size=40)
+    half = math.exp(0.75)
+    assert oracle.p == pytest.approx(half / (half + 1), rel=1e-15)
+    assert oracle.q == pytest.approx(1 - oracle.p, rel=1e-14)
+    # Var / n with f_v = 0: e^(eps/2) / (e^(eps/2) - 1)^2 (Wang et al. 2017, eq. (10)).
+    assert oracle.variance(1000) == pytest.approx(np.full(40, 1000 * half / (half - 1) ** 2))
+
+
+# Up to 30: beyond, 1 - p (~e^(-eps/2)) keeps few digits in a double, and the epsilon of the
+# rounded p the sampler really uses drifts from the requested one (by 1e-7 relative at 42).
+@given(st.floats(min_value=1e-3, max_value=30.0))
+def test_the_guaranteed_epsilon_is_the_requested_one(epsilon: float) -> None:
+    oracle = make_oracle("sue", epsilon=epsilon, domain_size=3)
+    assert oracle.epsilon == pytest.approx(epsilon, rel=1e-9)
+
+
+def test_a_huge_epsilon_neither_overflows_nor_underclaims() -> None:
+    oracle = make_oracle("sue", epsilon=2000.0, domain_size=3)
+    assert oracle.p == 1.0 and oracle.q == 0.0 and oracle.epsilon == math.inf
+    report = oracle.perturb(1)
+    assert oracle.decode([report])["bits"].tolist() == [[0b01000000]]  # the value, exactly
+
+
+def test_estimates_on_the_sparse_path_are_unbiased_with_the_exact_variance() -> None:
+    oracle = make_oracle("sue", epsilon=8.0, domain_size=64)
+    assert oracle.q < unary._DENSE_FROM  # the sparse sampler alone
+    reps = repeat_estimates(oracle, known_counts(2_000, 64), 200, seed=31)
+    check_unbiased(reps)
+    check_variance(reps)
