@@ -48,6 +48,8 @@ from ldptel.client.randomness import Rng, SecureRandom, default_rng
 #: The PRR coin of bit i is a 32-bit uniform u_i; u_i < t gives 1, t <= u_i < 2t gives 0, and
 #: otherwise the Bloom bit is kept, with t = round(f * 2^31): so f is used as 2t / 2^32 exactly.
 _PRR_SCALE = 2**31
+#: The smallest f chosen from epsilon (its permanent bound, 2h ln(63), is already weak).
+MIN_DEFAULT_F = 1 / 32
 #: Rows of reports unpacked at once when counting.
 _CHUNK_ROWS = 1 << 18
 
@@ -124,9 +126,10 @@ class Rappor(FrequencyOracle):
     """Full RAPPOR over a campaign's labels (see the module docstring).
 
     `epsilon` is the guarantee of one report; `permanent_epsilon` the bound over all reports of
-    one value by one client. If f is not given it is 0.5 (Google's default), or the smallest f
-    whose one-report epsilon fits the requested epsilon when 0.5 does not; an explicit f, p, q
-    whose one-report epsilon exceeds the requested epsilon is rejected.
+    one value by one client. If f is not given it is set from the requested epsilon: the f
+    (>= 1/32) whose one-report epsilon is the request, with the given h, p, q. Google's
+    defaults (h=2, p=0.5, q=0.75, f=0.5) are what epsilon = 1.0743 gives (or pass f=0.5).
+    An explicit f whose one-report epsilon exceeds the request is rejected.
     """
 
     name = "rappor"
@@ -181,10 +184,13 @@ class Rappor(FrequencyOracle):
         return min(threshold, _PRR_SCALE - 1) / _PRR_SCALE
 
     def _default_f(self) -> float:
-        if one_report_epsilon(self.h, 0.5, self.p, self.q) <= self.requested_epsilon:
-            return 0.5
-        # eps_1 decreases in f (more PRR noise): bisect for eps_1(f) = requested on [0.5, 1).
-        low, high = 0.5, 1.0
+        # eps_1 decreases in f (more PRR noise): bisect for eps_1(f) = requested on
+        # [MIN_DEFAULT_F, 1), rounding f up so that eps_1 never exceeds the request.
+        if math.isclose(one_report_epsilon(self.h, 0.5, self.p, self.q), self.requested_epsilon):
+            return 0.5  # Google's default, exactly
+        if one_report_epsilon(self.h, MIN_DEFAULT_F, self.p, self.q) <= self.requested_epsilon:
+            return MIN_DEFAULT_F
+        low, high = MIN_DEFAULT_F, 1.0
         for _ in range(80):
             mid = (low + high) / 2
             if one_report_epsilon(self.h, mid, self.p, self.q) > self.requested_epsilon:
