@@ -26,6 +26,7 @@ from ldptel.collector.body import check_headers, gunzip_capped, parse_json, read
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.collector.ingest import Ingestor, check_idempotency_key, parse_batch
 from ldptel.collector.registry import CampaignRetiredError, Registry
+from ldptel.collector.reports_api import register_reports_api
 from ldptel.collector.settings import CollectorConfig, as_config
 
 ACCESS_LOG = logging.getLogger("ldptel.collector.access")
@@ -105,6 +106,7 @@ def create_app(config: CollectorConfig | Mapping[str, Any] | None = None) -> Fla
     _register_ops(app)
     _register_campaigns(app)
     _register_reports(app)
+    register_reports_api(app)  # GET /v1/campaigns/<name>/reports/<window> (aggregator's)
     return app
 
 

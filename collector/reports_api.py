@@ -1,0 +1,63 @@
+"""Read-only access to the aggregator's stored window reports:
+`GET /v1/campaigns/<name>/reports/<window>` with the analyst (or admin) token.
+
+The aggregator writes one JSON document per (campaign, window) to keys.report; this serves
+those bytes unchanged. <window> is the window start in unix seconds or an ISO date/time
+(any instant inside the window works: it is aligned to the campaign's window length).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+from flask import Flask, Response, current_app, request
+
+from ldptel.client.errors import ParameterError
+from ldptel.collector import keys
+from ldptel.collector.auth import bearer_token
+from ldptel.collector.errors import ApiError, bad_request
+
+
+def check_analyst(authorization: str | None, settings: Any) -> None:
+    """Raise 401/403 unless the request carries the analyst token or the admin token."""
+    token = bearer_token(authorization)
+    allowed = [t for t in (getattr(settings, "analyst_token", None), settings.admin_token) if t]
+    if not allowed:
+        raise ApiError(403, "Authorization", "report endpoints are disabled", code="forbidden")
+    given = hashlib.sha256(token.encode()).digest()
+    # Compare with every allowed token (no early exit), as digests of equal length.
+    matches = [hmac.compare_digest(given, hashlib.sha256(t.encode()).digest()) for t in allowed]
+    if not any(matches):
+        raise ApiError(403, "Authorization", "not an analyst token", code="forbidden")
+
+
+def register_reports_api(app: Flask) -> None:
+    """Add the report endpoint to the collector app."""
+
+    @app.get("/v1/campaigns/<name>/reports/<window>")
+    def get_window_report(name: str, window: str) -> Response:
+        from ldptel.aggregator.report import parse_window
+        from ldptel.collector.app import EXTENSION
+
+        collector = current_app.extensions[EXTENSION]
+        check_analyst(request.headers.get("Authorization"), collector.config)
+        try:
+            start = parse_window(window)
+        except ParameterError as error:
+            raise bad_request("window", error.reason) from error
+        campaign = collector.registry.campaign(name, fresh=True)
+        if campaign is None:
+            raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
+        active = collector.registry.config(campaign.config_id)
+        if active is not None:
+            start = active.config.window_of(start)
+        document = collector.redis.get(keys.report(name, start))
+        if document is None:
+            raise ApiError(404, "window", "no report for this window yet", code="no_report")
+        return Response(
+            document,
+            mimetype="application/json",
+            headers={"Cache-Control": "private, max-age=60"},
+        )
