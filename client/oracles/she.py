@@ -28,7 +28,7 @@ class SummationHistogramEncoding(HistogramEncoding):
 
     def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
         # E[support_v] = n M + n_v mu_R + (n - n_v) mu_0, with mu_x the exact mean of a
-        # reported coordinate of input x (mu_0 = 0 and mu_R = R up to the clamp's ~2^-38 tail).
+        # reported coordinate of input x (mu_0 = 0; mu_R = R up to the clamped tail's mass).
         mu0, muR = self.noise.mean(0), self.noise.mean(self.resolution)
         return (np.asarray(support, dtype=np.float64) - n * (self.clamp + mu0)) / (muR - mu0)
 
