@@ -3,8 +3,10 @@
 Every registered oracle whose estimate is exactly unbiased is built with its default
 parameters; those whose report fits the size limit compete on the f_v = 0 term of their exact
 per-report variance, and candidates within 2% of the best are ranked by client + server cost.
-With Wang et al.'s formulas this picks DE below about 3 e^eps + 2 categories (where
-(d - 2 + e^eps) < 4 e^eps), then OUE / OLH / SS / HR by size and cost.
+With Wang et al.'s formulas DE beats OUE/OLH below 3 e^eps + 2 categories (where
+(d - 2 + e^eps) < 4 e^eps); Subset Selection is DE when its k rounds to 1 (d < 1.5 (e^eps+1),
+where the tie goes to DE) and beats DE above that; past 3 e^eps + 2 it is SS / OUE / OLH / HR
+by size and cost (OLH's 8-byte report and HR's 4-byte one under a tight size limit).
 
 The report size is the compact (stored) size of one report, sum of its fields' bytes.
 """
