@@ -78,7 +78,7 @@ class GridNoise:
         self.weights = _read_only(np.array(half[:0:-1] + half, dtype=np.int64))
         self.cdf = _read_only(np.cumsum(self.weights))
         self.total = int(self.cdf[-1])
-        self._guide_shift, self._guide = _guide_table(self.cdf, self.total)
+        self._guide_shift, self._guide = _guide_table(self.cdf, self.total, self.half_width)
         self.masses = {x: self._output_masses(x) for x in (0, resolution)}
         self.outputs = np.arange(-self.clamp, self.clamp + 1, dtype=np.int64)
 
@@ -119,19 +119,15 @@ class GridNoise:
         return float(loss.max() + (-loss).max())
 
     # -- sampling --------------------------------------------------------------------------
-    def sample(self, rng: Rng, shape: tuple[int, ...]) -> NDArray[np.int64]:
+    def sample(self, rng: Rng, shape: tuple[int, ...]) -> NDArray[np.int32]:
         """Noise in [-half_width, half_width] with P(j) = weights[j] / total, exactly:
         one uniform integer in [0, total), located in the cdf (guide table, then bisection)."""
         uniform = rng.integers(0, self.total, shape).astype(np.int64, copy=False)
-        index = self._guide[uniform >> self._guide_shift].astype(np.int64)
-        unresolved = np.flatnonzero(index < 0)
+        noise: NDArray[np.int32] = self._guide[uniform >> self._guide_shift]
+        unresolved = np.flatnonzero(noise == _UNRESOLVED)
         if unresolved.size:
-            flat_u = uniform.reshape(-1)
-            index.reshape(-1)[unresolved] = np.searchsorted(
-                self.cdf, flat_u[unresolved], side="right"
-            )
-        index -= self.half_width
-        noise: NDArray[np.int64] = index
+            cells = np.searchsorted(self.cdf, uniform.reshape(-1)[unresolved], side="right")
+            noise.reshape(-1)[unresolved] = cells - self.half_width
         return noise
 
 
@@ -153,16 +149,22 @@ def _weights(a: float, resolution: int) -> list[int]:
     return weights
 
 
-def _guide_table(cdf: NDArray[np.int64], total: int) -> tuple[int, NDArray[np.int32]]:
-    """For each block of uniforms (u >> shift), the table index if the whole block falls in
-    one cell, else -1 (resolved by bisection); ~2^16+ blocks make bisection rare."""
+_UNRESOLVED = np.iinfo(np.int32).min
+
+
+def _guide_table(
+    cdf: NDArray[np.int64], total: int, half_width: int
+) -> tuple[int, NDArray[np.int32]]:
+    """For each block of uniforms (u >> shift), the noise value if the whole block falls in
+    one cell, else _UNRESOLVED (then bisection); ~2^16+ blocks make bisection rare."""
     bits = min(20, max(16, cdf.size.bit_length() + 4))
     shift = max(0, total.bit_length() - bits)
     starts = np.arange(((total - 1) >> shift) + 1, dtype=np.int64) << shift
     ends = np.minimum(starts + ((1 << shift) - 1), total - 1)
     first = np.searchsorted(cdf, starts, side="right")
     last = np.searchsorted(cdf, ends, side="right")
-    return shift, _read_only(np.where(first == last, first, -1).astype(np.int32))
+    noise = np.where(first == last, first - half_width, _UNRESOLVED)
+    return shift, _read_only(noise.astype(np.int32))
 
 
 def _read_only(array: NDArray[Any]) -> NDArray[Any]:
@@ -214,8 +216,7 @@ class HistogramEncoding(FrequencyOracle):
             chunk = values[start : start + rows]
             noise = self.noise.sample(rng, (chunk.size, d))
             noise[np.arange(chunk.size), chunk] += self.resolution
-            np.clip(noise, -M, M, out=noise)
-            z[start : start + chunk.size] = noise
+            np.clip(noise, -M, M, out=z[start : start + chunk.size])
         return {"z": z}
 
     # -- wire ------------------------------------------------------------------------------
