@@ -27,6 +27,9 @@ from ldptel.collector import keys
 #: Support is counted on at most this many (report x support item) cells at once, so the
 #: oracle's temporaries stay bounded (memory flat in n) whatever the read size.
 CELL_BUDGET = 1 << 24
+#: Payload bytes read per step at most (about: estimated from the entries read so far), so a
+#: step over large reports (OUE at big d) holds a bounded amount whatever --batch-entries says.
+READ_BUDGET = 32 << 20
 #: Quarantined entries kept for inspection (approximate cap; XADD MAXLEN ~).
 QUARANTINE_MAXLEN = 100_000
 
@@ -174,6 +177,14 @@ class ShardStep:
         self.checkpoint = keys.checkpoint(name, shard)
         self.lease_key = keys.lease(name, shard)
         self.quarantine = keys.quarantine(name, shard)
+        self._entry_bytes: int | None = None  # largest mean payload per entry seen so far
+
+    def read_count(self, max_entries: int) -> int:
+        """Entries to read next: max_entries, fewer if they would exceed READ_BUDGET bytes
+        (a first small read measures the entries' size)."""
+        if self._entry_bytes is None:
+            return min(max_entries, 16)
+        return max(1, min(max_entries, READ_BUDGET // max(self._entry_bytes, 1)))
 
     def run(self, lease_token: str, max_entries: int) -> StepResult:
         """Read up to `max_entries` entries after the checkpoint and apply them atomically."""
@@ -191,12 +202,15 @@ class ShardStep:
             return StepResult(lost=True)
         last = pipe.get(self.checkpoint)
         start = "-" if last is None else f"({last.decode()}"
-        entries = pipe.xrange(self.stream, min=start, max="+", count=max_entries)
+        count = self.read_count(max_entries)
+        entries = pipe.xrange(self.stream, min=start, max="+", count=count)
         if not entries:
             pipe.unwatch()
             return StepResult(caught_up=True)
+        payload = sum(len(fields.get(b"p", b"")) for _, fields in entries)
+        self._entry_bytes = max(self._entry_bytes or 0, payload // len(entries))
 
-        result = StepResult(entries=len(entries), caught_up=len(entries) < max_entries)
+        result = StepResult(entries=len(entries), caught_up=len(entries) < count)
         groups, rejected = self._parse(entries)
         pipe.multi()
         self._queue(pipe, groups, rejected, dict(entries), result)

@@ -14,13 +14,14 @@ import secrets
 import signal
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -88,11 +89,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 class Stage:
-    """A tqdm progress bar on stderr for one stage of the demo."""
+    """A tqdm progress bar on stderr for one stage of the demo; `TIMINGS` keeps its seconds."""
+
+    TIMINGS: ClassVar[dict[str, float]] = {}
 
     def __init__(self, description: str, total: int | None = None, unit: str = "it") -> None:
         from tqdm import tqdm
 
+        self.description = description
+        self.started = time.perf_counter()
         self.bar = tqdm(
             total=total, desc=f"{description:<22}", unit=unit, unit_scale=True, file=sys.stderr,
             leave=True, dynamic_ncols=True,
@@ -105,6 +110,7 @@ class Stage:
 
     def close(self) -> None:
         self.bar.close()
+        Stage.TIMINGS[self.description] = time.perf_counter() - self.started
 
 
 @contextmanager
@@ -270,9 +276,16 @@ def _demo(args: argparse.Namespace, stack: ExitStack) -> int:
     finally:
         stage.close()
 
-    registry = Registry(client)
-    window = list_windows(client, registry, CAMPAIGN)[-1]
-    document = build_window(client, registry, CAMPAIGN, window)
+    stage = Stage("building the report", total=1)
+    try:
+        registry = Registry(client)
+        window = list_windows(client, registry, CAMPAIGN)[-1]
+        document = build_window(client, registry, CAMPAIGN, window)
+        stage.advance()
+    finally:
+        stage.close()
+    timings = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in Stage.TIMINGS.items())
+    print(f"stages: {timings}", file=sys.stderr)
     for report in document["reports"]:
         for item in report["items"]:
             item["true_count"] = true_counts[item["index"]]
