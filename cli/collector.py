@@ -41,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="admin token (default $LDPTEL_ADMIN_TOKEN; if unset, a random one is printed)",
     )
     serve.add_argument(
+        "--analyst-token",
+        default=os.environ.get("LDPTEL_ANALYST_TOKEN"),
+        help="token that may read window reports (default $LDPTEL_ANALYST_TOKEN; none: admin only)",
+    )
+    serve.add_argument(
         "--rate-limit",
         type=int,
         default=1000,
@@ -87,7 +92,9 @@ def _serve(args: argparse.Namespace) -> int:
     if not admin_token:
         admin_token = secrets.token_urlsafe(24)
         print(f"ldptel collector: admin token for this run: {admin_token}", file=sys.stderr)
-    config = CollectorConfig(admin_token=admin_token, rate_limit=args.rate_limit).checked()
+    config = CollectorConfig(
+        admin_token=admin_token, analyst_token=args.analyst_token, rate_limit=args.rate_limit
+    ).checked()
     options = ServeOptions(
         host=args.host, port=args.port, workers=args.workers, threads=args.threads
     )

@@ -18,6 +18,8 @@ class CollectorConfig:
     redis_url: str = "redis://127.0.0.1:6379/0"
     #: Token for campaign and token management; None disables the admin endpoints (403).
     admin_token: str | None = None
+    #: Token that may read the aggregator's window reports (the admin token may too).
+    analyst_token: str | None = None
     #: Cap on the request body, compressed and decompressed alike (413 above it).
     max_body_bytes: int = 4 * 1024 * 1024
     max_reports_per_batch: int = 5_000

@@ -14,7 +14,12 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 SCHEMA = schemathesis.openapi.from_path(Path(__file__).parents[2] / "docs" / "openapi.yaml")
-ADMIN_PATHS = ("/v1/campaigns", "/v1/campaigns/{name}/retire", "/v1/tokens")
+ADMIN_PATHS = (
+    "/v1/campaigns",
+    "/v1/campaigns/{name}/retire",
+    "/v1/campaigns/{name}/reports/{window}",
+    "/v1/tokens",
+)
 
 
 @pytest.fixture(scope="module")
