@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-
-
-def with_db(url: str, db: int) -> str:
-    """The same Redis URL pointing at database `db`."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{db}"))
+from stream_entries import with_db
 
 
 @pytest.fixture

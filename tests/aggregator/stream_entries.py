@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -77,3 +78,8 @@ def dump_states(client: Any) -> dict[bytes, dict[bytes, bytes]]:
         key: client.hgetall(key)
         for key in sorted(client.scan_iter(match=f"{keys.PREFIX}:*:state:*", count=1000))
     }
+
+
+def with_db(url: str, db: int) -> str:
+    """The same Redis URL pointing at database `db`."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import with_db
 from stream_entries import dump_states, make_config, register, simulate
 
 from ldptel.aggregator.worker import Worker
@@ -145,4 +144,3 @@ def test_three_parallel_workers_equal_one(
     applied = sum(int(out.split()[1].replace(",", "")) for out in outputs)
     assert applied == 2 * 2 * 20_000
     assert dump_states(redis_client) == dump_states(reference_client)
-    assert with_db(redis_url, 1).endswith("/1")
