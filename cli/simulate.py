@@ -75,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         "zipf_exponent": exponent if args.distribution == "zipf" else None,
         "seed": seed,
     }
+    if oracle.name != args.oracle:  # an alias, or a chooser such as `auto`
+        header["requested_oracle"] = args.oracle
     if args.json:
         print(json.dumps({**header, "items": _items(result)}))
     else:
@@ -132,7 +134,10 @@ def _run_planner(oracle: FrequencyOracle, args: argparse.Namespace) -> int:
             other = build_oracle(
                 name, epsilon=oracle.requested_epsilon, domain_size=oracle.domain_size
             )
-            comparison.append(_plan_dict(plan(other, target)))
+            row = {**_plan_dict(plan(other, target)), "oracle": name}
+            if other.name != name:  # a chooser such as `auto`: say what it chose
+                row["chooses"] = other.name
+            comparison.append(row)
         except LdptelError as error:  # an oracle that does not fit this (d, epsilon)
             comparison.append({"oracle": name, "error": str(error)})
     if args.json:
@@ -166,7 +171,12 @@ def _plan_text(chosen: Plan, comparison: list[dict[str, Any]]) -> str:
     ]
     fitting = sorted((c for c in comparison if "error" not in c), key=lambda c: c["n_required"])
     rows = [
-        [c["oracle"], f"{c['n_required']:,}", f"{c['n_required_rare_items']:,}"] for c in fitting
+        [
+            c["oracle"] + (f" ({c['chooses']})" if "chooses" in c else ""),
+            f"{c['n_required']:,}",
+            f"{c['n_required_rare_items']:,}",
+        ]
+        for c in fitting
     ]
     lines.append(format_table(["oracle", "users (any item)", "users (rare items)"], rows))
     lines += [

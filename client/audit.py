@@ -107,11 +107,13 @@ def _loss(p: NDArray[np.float64], q: NDArray[np.float64]) -> float:
     return float(np.max(np.log(p[seen] / q[seen]))) if np.any(seen) else -math.inf
 
 
-def exact_audit(oracle: FrequencyOracle, pairs: list[tuple[int, int]] | None = None) -> ExactAudit:
+def exact_audit(
+    oracle: FrequencyOracle, pairs: int | list[tuple[int, int]] = EXACT_PAIRS
+) -> ExactAudit:
     """Privacy loss from the oracle's exact event probabilities, over both orders of each
-    pair (default: all pairs for d <= 32, else a fixed sample of 496)."""
-    if pairs is None:
-        pairs = audit_pairs(oracle.domain_size, EXACT_PAIRS, np.random.default_rng(0))
+    pair (given, or up to `pairs` of them: all for d <= 32 by default, else a fixed sample)."""
+    if isinstance(pairs, int):
+        pairs = audit_pairs(oracle.domain_size, pairs, np.random.default_rng(0))
     worst, worst_pair = -math.inf, pairs[0]
     for v, w in pairs:
         p_v = np.asarray(oracle.audit_probabilities(v, w), dtype=np.float64)
@@ -218,10 +220,11 @@ def audit(
     confidence: float = DEFAULT_CONFIDENCE,
     exact: bool = True,
     sampled: bool = True,
+    exact_pairs: int = EXACT_PAIRS,
 ) -> AuditResult:
     """Both audits against the oracle's claimed `epsilon`; violated if either refutes it."""
     claimed = oracle.epsilon
-    exact_result = exact_audit(oracle) if exact else None
+    exact_result = exact_audit(oracle, exact_pairs) if exact else None
     sampled_result = (
         sampled_audit(oracle, rng, samples, sampled_pairs, confidence) if sampled else None
     )

@@ -28,15 +28,11 @@ MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 1_000, 1_000_000
 Progress = Callable[[int, int], None]
 
 
-def item_labels(domain_size: int) -> list[str]:
-    """Labels of a simulated domain ("0", "1", ...), for the oracles that hash labels."""
-    return [str(i) for i in range(domain_size)]
-
-
 def build_oracle(
     name: str, *, epsilon: float, domain_size: int, params: Mapping[str, Any] | None = None
 ) -> FrequencyOracle:
-    """The oracle `name` over a simulated domain, with extra parameters (e.g. {"g": 5})."""
+    """The oracle `name` with extra parameters (e.g. {"g": 5}); the oracles that hash labels
+    label a domain given by its size "0", "1", ... themselves."""
     cls = oracle_class(name)
     params = dict(params or {})
     accepted = inspect.signature(cls).parameters
@@ -49,8 +45,6 @@ def build_oracle(
             raise ParameterError(
                 "param", f"oracle {cls.name!r} has no parameter {key!r} (known: {known or '-'})"
             )
-    if cls.takes_labels and "labels" not in params:
-        params["labels"] = item_labels(check_int(domain_size, "domain_size", 2, 2**24))
     return cls(epsilon=epsilon, domain_size=domain_size, **params)
 
 

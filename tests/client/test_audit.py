@@ -58,7 +58,10 @@ class LeakyDirectEncoding(DirectEncoding):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize(("epsilon", "domain_size"), [(0.5, 2), (2.0, 16), (1.0, 64)])
+@pytest.mark.parametrize(
+    ("epsilon", "domain_size"),
+    [(0.5, 2), (2.0, 16), pytest.param(1.0, 64, marks=pytest.mark.slow)],
+)
 def test_every_oracle_passes_its_audit(name: str, epsilon: float, domain_size: int) -> None:
     oracle = build_oracle(name, epsilon=epsilon, domain_size=domain_size)
     result = audit(oracle, rng(1), samples=SAMPLES, sampled_pairs=2)
