@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any
 
 from flask import Flask, Response, current_app, request
 
@@ -18,12 +17,13 @@ from ldptel.client.errors import ParameterError
 from ldptel.collector import keys
 from ldptel.collector.auth import bearer_token
 from ldptel.collector.errors import ApiError, bad_request
+from ldptel.collector.settings import CollectorConfig
 
 
-def check_analyst(authorization: str | None, settings: Any) -> None:
+def check_analyst(authorization: str | None, settings: CollectorConfig) -> None:
     """Raise 401/403 unless the request carries the analyst token or the admin token."""
     token = bearer_token(authorization)
-    allowed = [t for t in (getattr(settings, "analyst_token", None), settings.admin_token) if t]
+    allowed = [t for t in (settings.analyst_token, settings.admin_token) if t]
     if not allowed:
         raise ApiError(403, "Authorization", "report endpoints are disabled", code="forbidden")
     given = hashlib.sha256(token.encode()).digest()
