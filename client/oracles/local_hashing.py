@@ -143,12 +143,18 @@ class LocalHashing(PureOracle):
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
         values = np.asarray(values, dtype=np.int64)
         seeds = rng.integers(0, SEED_LIMIT, values.shape).astype(np.uint32)
-        x = self.buckets(values, seeds).astype(np.int64)
-        keep = rng.random(values.shape) < self.p
-        # A uniform draw from the g - 1 other buckets: draw in [0, g-1) and skip x.
-        other = rng.integers(0, self.g - 1, values.shape)
+        y = self.buckets(values, seeds)
+        flip = rng.random(values.shape) >= self.p
+        if self.g == 2:  # the one other bucket; nothing to draw
+            y[flip] ^= np.uint32(1)
+            return {"seed": seeds, "y": y}
+        # Only flipped reports draw from the g - 1 other buckets (fewer CSPRNG bytes):
+        # uniform in [0, g-1), then skip x.
+        x = y[flip]
+        other = rng.integers(0, self.g - 1, x.shape).astype(np.uint32)
         other += other >= x
-        return {"seed": seeds, "y": np.where(keep, x, other).astype(np.uint32)}
+        y[flip] = other
+        return {"seed": seeds, "y": y}
 
     # -- wire ------------------------------------------------------------------------------
     def encode(self, batch: ReportBatch) -> list[WireReport]:

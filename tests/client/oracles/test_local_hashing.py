@@ -112,14 +112,15 @@ def test_perturb_hashes_the_true_value_as_the_protocol_says() -> None:
     assert batch["y"].tolist() == expected
 
 
-def test_perturbed_buckets_are_g_ary_randomized_response() -> None:
-    oracle = OptimizedLocalHashing(epsilon=1.0, domain_size=4, g=5)
+@pytest.mark.parametrize("g", [2, 5])
+def test_perturbed_buckets_are_g_ary_randomized_response(g: int) -> None:
+    oracle = OptimizedLocalHashing(epsilon=1.0, domain_size=4, g=g)
     n = 200_000
     batch = oracle.perturb_batch(np.zeros(n, dtype=np.int64), np.random.default_rng(8))
-    x = oracle.buckets(np.zeros(n, dtype=np.int64), batch["seed"])
+    x = oracle.buckets(np.zeros(n, dtype=np.int64), batch["seed"]).astype(np.int64)
     # The offset of y from x: 0 with probability p, each other offset with q_other.
-    offsets = np.bincount((batch["y"].astype(np.int64) - x) % 5, minlength=5)
-    expected = n * np.array([oracle.p] + [oracle.q_other] * 4)
+    offsets = np.bincount((batch["y"].astype(np.int64) - x) % g, minlength=g)
+    expected = n * np.array([oracle.p] + [oracle.q_other] * (g - 1))
     z = (offsets - expected) / np.sqrt(expected * (1 - expected / n))
     assert np.max(np.abs(z)) < Z_LIMIT, z
     assert batch["seed"].dtype == np.uint32 and batch["y"].dtype == np.uint32
