@@ -42,8 +42,14 @@ def nonnegative_lasso(
     if lipschitz == 0.0:
         return x
     z, t = x, 1.0
+    # With fewer candidates than rows, X'X (d x d) makes each gradient one small product.
+    rows, columns = matrix.shape
+    gram = matrix.T @ matrix if columns <= rows else None
+    correlation = matrix.T @ target
     for _ in range(LASSO_ITERATIONS):
-        gradient = matrix.T @ (matrix @ z - target)
+        gradient = (
+            gram @ z - correlation if gram is not None else matrix.T @ (matrix @ z) - correlation
+        )
         x_next = np.maximum(0.0, z - (gradient + penalty) / lipschitz)
         t_next = (1 + math.sqrt(1 + 4 * t * t)) / 2
         z = x_next + ((t - 1) / t_next) * (x_next - x)
