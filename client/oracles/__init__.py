@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ldptel.client.errors import ParameterError
-from ldptel.client.oracles.auto import AutoOracle
+from ldptel.client.oracles.auto import AUTO_ORACLE
 from ldptel.client.oracles.base import FrequencyOracle, PureOracle, ReportBatch, WireReport
 from ldptel.client.oracles.blh import BinaryLocalHashing
 from ldptel.client.oracles.de import DirectEncoding
@@ -34,7 +34,7 @@ ORACLES: dict[str, type[FrequencyOracle]] = {
     "rappor": Rappor,
     "ss": SubsetSelection,
     "hr": HadamardResponse,
-    "auto": AutoOracle,
+    "auto": AUTO_ORACLE,
 }
 
 #: Other names people know the same oracles by.

@@ -130,3 +130,8 @@ class AutoOracle(FrequencyOracle):
         oracle = chosen(epsilon=epsilon, domain_size=domain_size, **extra)
         oracle.auto_choice = choice  # type: ignore[attr-defined]
         return oracle
+
+
+#: The registry entry: AutoOracle is abstract (it is never itself instantiated), but calling
+#: it builds a concrete oracle, which is all the registry needs of a class.
+AUTO_ORACLE: type[FrequencyOracle] = AutoOracle  # type: ignore[type-abstract]
