@@ -3,6 +3,7 @@ and one clear line for every bad parameter."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from ldptel_command import ldptel, one_line_error
 
+from ldptel.cli.simulate import ProgressLine
 from ldptel.client.oracles import ORACLES
 from ldptel.client.simulation import build_oracle
 
@@ -149,3 +151,19 @@ def replaced(option: str, value: str) -> list[str]:
 )
 def test_bad_parameters_give_one_line_and_exit_2(args: list[str], field: str) -> None:
     one_line_error(ldptel("simulate", *args), "simulate", field)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_shown_on_a_terminal_only() -> None:
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        with ProgressLine(stream, "simulating", interval=0.0) as progress:
+            progress.update(50, 100)
+            progress.update(100, 100)
+    assert "simulating:  50.0% (50/100)" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\r\033[K")  # the line is cleared afterwards
+    assert pipe.getvalue() == ""
