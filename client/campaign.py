@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ldptel.client.errors import ParameterError
+from ldptel.client.levels import check_levels, check_strategy, reporting_epsilon
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.base import check_epsilon, check_int
 
@@ -38,6 +39,12 @@ class CampaignConfig:
     #: Client-side ledger: reports per window, and the lifetime epsilon budget (None = no cap).
     reports_per_window: int = 1
     lifetime_epsilon: float | None = None
+    #: Personalized privacy (ldptel.client.levels): level name -> epsilon, each at most
+    #: `epsilon` (the campaign's ceiling); empty = no levels. Absent from the canonical JSON
+    #: when empty, so configs without levels keep their ids.
+    levels: Mapping[str, float] = field(default_factory=dict)
+    level_strategy: str = "optimal"
+    level_threshold: float | None = None
 
     @classmethod
     def from_dict(cls, data: object) -> CampaignConfig:
@@ -65,10 +72,17 @@ class CampaignConfig:
         if not isinstance(params, dict):
             raise ParameterError("params", "must be an object")
         lifetime = data.get("lifetime_epsilon")
+        epsilon = check_epsilon(data["epsilon"])
+        levels = check_levels(data.get("levels", {}))
+        if levels and max(levels.values()) > epsilon:
+            raise ParameterError("levels", f"level epsilons must be <= epsilon ({epsilon:g})")
+        strategy, threshold = check_strategy(
+            data.get("level_strategy", "optimal"), data.get("level_threshold"), levels
+        )
         config = cls(
             name=name,
             oracle=oracle_class(data["oracle"]).name,
-            epsilon=check_epsilon(data["epsilon"]),
+            epsilon=epsilon,
             domain=tuple(domain),
             params=dict(params),
             window_seconds=check_int(data.get("window_seconds", DAY), "window_seconds", 60),
@@ -82,14 +96,23 @@ class CampaignConfig:
             lifetime_epsilon=None
             if lifetime is None
             else check_epsilon(lifetime, "lifetime_epsilon"),
+            levels=levels,
+            level_strategy=strategy,
+            level_threshold=threshold,
         )
         config.build_oracle()  # the oracle validates its own parameters
+        for level in levels:  # and at each level's epsilon (e.g. a fixed OLH g too small)
+            config.level_oracle(level)
         return config
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["domain"] = list(self.domain)
         data["params"] = dict(self.params)
+        data["levels"] = dict(self.levels)
+        if not self.levels:  # absent, so that configs from before levels keep their ids
+            for key in ("levels", "level_strategy", "level_threshold"):
+                del data[key]
         return data
 
     def canonical_json(self) -> str:
@@ -105,14 +128,34 @@ class CampaignConfig:
     def domain_size(self) -> int:
         return len(self.domain)
 
-    def build_oracle(self) -> FrequencyOracle:
-        """The oracle this config describes."""
+    def build_oracle(self, epsilon: float | None = None) -> FrequencyOracle:
+        """The oracle this config describes, at `epsilon` (default: the config's). Parameters
+        derived from epsilon (OLH's g, SS's k) are derived anew unless params fix them."""
         cls = oracle_class(self.oracle)
         extra: dict[str, Any] = {"labels": list(self.domain)} if cls.takes_labels else {}
+        epsilon = self.epsilon if epsilon is None else epsilon
         try:
-            return cls(epsilon=self.epsilon, domain_size=self.domain_size, **self.params, **extra)
+            return cls(epsilon=epsilon, domain_size=self.domain_size, **self.params, **extra)
         except TypeError as error:  # an unexpected keyword in params
             raise ParameterError("params", str(error)) from error
+
+    def reporting_epsilon(self, level: str = "") -> float | None:
+        """The epsilon a user at `level` randomizes with under the level strategy, or None if
+        that level does not report (threshold). Without levels: "" -> the config's epsilon.
+        The one rule the SDK and the simulation share; raises ParameterError("level")."""
+        if not self.levels:
+            if level:
+                raise ParameterError("level", "this campaign declares no privacy levels")
+            return self.epsilon
+        if not level:
+            raise ParameterError("level", "this campaign requires a privacy level")
+        return reporting_epsilon(self.levels, level, self.level_strategy, self.level_threshold)
+
+    def level_oracle(self, level: str = "") -> FrequencyOracle | None:
+        """The oracle a level's reports are randomized with (None: the level does not
+        report); the same oracle name and params as the config, at the level's epsilon."""
+        epsilon = self.reporting_epsilon(level)
+        return None if epsilon is None else self.build_oracle(epsilon)
 
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""
