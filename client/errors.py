@@ -23,3 +23,30 @@ class ReportError(LdptelError):
         where = f"reports[{index}].{field}" if index is not None else field
         super().__init__(where, reason)
         self.index = index
+
+
+# -- the Reporter SDK (ldptel.client.reporter): raised at the app's call site ---------------
+class UnknownCampaignError(LdptelError):
+    """The collector does not know the campaign (HTTP 404)."""
+
+
+class CampaignUnavailableError(LdptelError):
+    """The campaign's config is neither cached nor fetchable right now (offline, or the
+    collector answered garbage); reporting can resume once it is fetched."""
+
+
+class InvalidValueError(LdptelError):
+    """The value is not a label of the campaign's domain (and it declares no other_label)."""
+
+
+class ValueTypeError(InvalidValueError, TypeError):
+    """The value is not a string."""
+
+
+class BudgetExhaustedError(LdptelError):
+    """The privacy ledger refuses the report; `field` says which limit: window_reports,
+    window_epsilon or lifetime_epsilon."""
+
+
+class ReporterClosedError(LdptelError):
+    """report() after close()."""

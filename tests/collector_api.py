@@ -1,5 +1,5 @@
 """A real collector over real HTTP (werkzeug's threaded server on a free port), and a small
-client for its API."""
+client for its API (shared by tests/collector and tests/client)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ class Api:
 class ServerThread:
     """The app served by werkzeug in a background thread."""
 
-    def __init__(self, app: Any) -> None:
-        self.server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
+    def __init__(self, app: Any, port: int = 0) -> None:
+        self.server: BaseWSGIServer = make_server("127.0.0.1", port, app, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True

@@ -1,0 +1,122 @@
+"""The privacy ledger: how much epsilon this client has spent per campaign, per window and
+over its lifetime, persisted in the state database and checked before every report.
+
+Sequential composition is what it adds up (the losses of reports on independent randomness
+add). Memoization changes what a report costs (ldptel.client.memo): a report of a value
+whose randomization is already spent costs only what it adds to that value's bound, which is
+nothing for a resent memoized report. A per-window budget alone renews forever and so is
+unbounded over time (Tang et al., 2017, on Apple's deployment); the lifetime budget is not.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import BudgetExhaustedError
+
+#: A campaign without lifetime_epsilon gets this many times its per-report epsilon for life.
+DEFAULT_LIFETIME_FACTOR = 10.0
+#: Relative slack for floating-point sums of epsilons (never enough to matter for privacy).
+_SLACK = 1 + 1e-9
+#: Window rows are kept this long after their window ended (the lifetime row stays forever).
+KEEP_WINDOWS_SECONDS = 7 * 86_400
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger_windows (
+  campaign TEXT NOT NULL, window_start INTEGER NOT NULL, window_end INTEGER NOT NULL,
+  reports INTEGER NOT NULL, epsilon REAL NOT NULL, PRIMARY KEY (campaign, window_start)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_lifetime (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL)
+  WITHOUT ROWID;
+"""
+
+_CHARGE_WINDOW = """
+INSERT INTO ledger_windows VALUES (?, ?, ?, 1, ?)
+ON CONFLICT DO UPDATE SET reports = reports + 1, epsilon = epsilon + excluded.epsilon
+RETURNING reports, epsilon
+"""
+_CHARGE_LIFETIME = """
+INSERT INTO ledger_lifetime VALUES (?, ?)
+ON CONFLICT DO UPDATE SET epsilon = epsilon + excluded.epsilon RETURNING epsilon
+"""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A campaign's limits for one client."""
+
+    reports_per_window: int
+    window_epsilon: float
+    lifetime_epsilon: float
+
+    @classmethod
+    def of(cls, config: CampaignConfig) -> Budget:
+        lifetime = config.lifetime_epsilon
+        return cls(
+            reports_per_window=config.reports_per_window,
+            window_epsilon=config.epsilon * config.reports_per_window,
+            lifetime_epsilon=DEFAULT_LIFETIME_FACTOR * config.epsilon
+            if lifetime is None
+            else lifetime,
+        )
+
+
+def charge(
+    conn: sqlite3.Connection,
+    campaign: str,
+    window: int,
+    window_seconds: int,
+    cost: float,
+    budget: Budget,
+) -> None:
+    """Record one report costing `cost` epsilon, inside the caller's write transaction;
+    raises BudgetExhaustedError (the caller rolls back) if any limit would be passed."""
+    reports, spent = conn.execute(
+        _CHARGE_WINDOW, (campaign, window, window + window_seconds, cost)
+    ).fetchone()
+    if reports > budget.reports_per_window:
+        raise BudgetExhaustedError(
+            "window_reports", f"at most {budget.reports_per_window} reports per window"
+        )
+    if cost <= 0.0:
+        return
+    if spent > budget.window_epsilon * _SLACK:
+        raise BudgetExhaustedError(
+            "window_epsilon", f"window budget of epsilon {budget.window_epsilon:g} is spent"
+        )
+    (lifetime,) = conn.execute(_CHARGE_LIFETIME, (campaign, cost)).fetchone()
+    if lifetime > budget.lifetime_epsilon * _SLACK:
+        raise BudgetExhaustedError(
+            "lifetime_epsilon", f"lifetime budget of epsilon {budget.lifetime_epsilon:g} is spent"
+        )
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a client has spent on a campaign: in one window, and for life."""
+
+    window_reports: int
+    window_epsilon: float
+    lifetime_epsilon: float
+
+
+def spent(conn: sqlite3.Connection, campaign: str, window: int) -> Spent:
+    row = conn.execute(
+        "SELECT reports, epsilon FROM ledger_windows WHERE campaign = ? AND window_start = ?",
+        (campaign, window),
+    ).fetchone()
+    life = conn.execute(
+        "SELECT epsilon FROM ledger_lifetime WHERE campaign = ?", (campaign,)
+    ).fetchone()
+    return Spent(
+        window_reports=int(row[0]) if row else 0,
+        window_epsilon=float(row[1]) if row else 0.0,
+        lifetime_epsilon=float(life[0]) if life else 0.0,
+    )
+
+
+def prune(conn: sqlite3.Connection, now: float) -> None:
+    """Forget window rows long past (the lifetime totals are kept)."""
+    conn.execute("DELETE FROM ledger_windows WHERE window_end < ?", (now - KEEP_WINDOWS_SECONDS,))

@@ -1,0 +1,149 @@
+"""Memoized randomization: a value reported again reuses its permanent randomization.
+
+Two kinds, per oracle (the longitudinal bounds are in docs/client.md):
+
+- Full RAPPOR keeps its own design (Erlingsson et al., CCS 2014): the permanent randomized
+  response is derived from HMAC(secret, value) with a secret and cohort per client and
+  config, persisted here; every report draws a fresh instantaneous randomized response. The
+  r-th report of one value costs min(r eps_1, eps_inf) - min((r-1) eps_1, eps_inf).
+- Every other oracle memoizes its whole perturbed report per (config, value) and resends
+  the same bytes (the exact, simplest form of Ding, Kulkarni, Yekhanin, NeurIPS 2017): an
+  observer of any number of reports sees one randomized report per distinct value, so the
+  first report of a value costs eps and each repeat costs nothing.
+
+Both fit one rule, with eps_1 = eps_inf = eps for the resent reports: the next report of a
+value costs min(spent + eps_1, eps_inf) - spent, where `spent` is persisted per value.
+Memo keys are keyed hashes of (config id, value index), so the state file holds no label in
+clear; the memo is never sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.oracles import FrequencyOracle
+from ldptel.client.oracles.base import WireReport
+from ldptel.client.oracles.rappor import Rappor, RapporClient
+from ldptel.client.randomness import SecureRandom
+from ldptel.client.statedb import transaction
+
+#: Domains up to this size get every value's memo drawn ahead, in one vectorized batch, when
+#: the config is loaded; a draw becomes the memo only when its value is first reported.
+PREDRAW_MAX = 4096
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memo (key BLOB PRIMARY KEY, report TEXT, spent REAL NOT NULL)
+  WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rappor_clients (
+  config_id TEXT PRIMARY KEY, secret BLOB NOT NULL, cohort INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def wire_json(report: WireReport) -> str:
+    """A wire report as compact JSON (what the spool stores and the sender concatenates)."""
+    return json.dumps(report, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The report to send for one value and what it costs, before the ledger agreed."""
+
+    index: int
+    key: bytes
+    report: str
+    cost: float
+    spent_before: float | None  # None: the value has no memo row yet
+
+
+class Randomizer:
+    """One config's oracle with this client's memo (call its methods under the state lock)."""
+
+    def __init__(
+        self, config: CampaignConfig, conn: sqlite3.Connection, memo_secret: bytes
+    ) -> None:
+        self.config = config
+        self.config_id = config.config_id
+        self.oracle: FrequencyOracle = config.build_oracle()
+        self.index = {label: i for i, label in enumerate(config.domain)}
+        self._memo_secret = memo_secret
+        self._rng = SecureRandom()
+        self._final: dict[int, str] = {}  # values whose memo can never change again
+        self._candidates: list[str] | None = None
+        self._rappor: RapporClient | None = None
+        if isinstance(self.oracle, Rappor):
+            self.per_report = self.oracle.epsilon
+            self.permanent = self.oracle.permanent_epsilon
+            self._rappor = _rappor_client(conn, self.oracle, self.config_id)
+        else:
+            self.per_report = self.permanent = self.oracle.epsilon
+            if config.domain_size <= PREDRAW_MAX:
+                self.predraw()
+
+    def predraw(self) -> None:
+        """Draw a candidate memo for every value (forgotten after a fork; see `forget`)."""
+        batch = self.oracle.perturb_batch(np.arange(self.config.domain_size), self._rng)
+        self._candidates = [wire_json(report) for report in self.oracle.encode(batch)]
+
+    def forget_candidates(self) -> None:
+        self._candidates = None
+
+    def key(self, index: int) -> bytes:
+        message = f"{self.config_id}:{index}".encode("ascii")
+        return hashlib.blake2b(message, key=self._memo_secret, digest_size=16).digest()
+
+    def draw(self, conn: sqlite3.Connection, index: int) -> Draw:
+        """The report for value `index` and its cost (inside the caller's transaction)."""
+        final = self._final.get(index)
+        if final is not None:
+            return Draw(index, b"", final, 0.0, self.permanent)
+        key = self.key(index)
+        row = conn.execute("SELECT report, spent FROM memo WHERE key = ?", (key,)).fetchone()
+        spent_before = None if row is None else float(row[1])
+        if self._rappor is not None:
+            report = wire_json(self._rappor.report(index, self._rng))
+        elif row is not None:
+            report = str(row[0])
+        else:
+            report = self._fresh(index)
+        spent = spent_before or 0.0
+        cost = min(spent + self.per_report, self.permanent) - spent
+        return Draw(index, key, report, max(cost, 0.0), spent_before)
+
+    def record(self, conn: sqlite3.Connection, draw: Draw) -> None:
+        """Persist the draw's memo (inside the transaction that charged the ledger)."""
+        if draw.spent_before is None:
+            stored = None if self._rappor is not None else draw.report
+            conn.execute("INSERT INTO memo VALUES (?, ?, ?)", (draw.key, stored, draw.cost))
+        elif draw.cost > 0.0:
+            conn.execute("UPDATE memo SET spent = spent + ? WHERE key = ?", (draw.cost, draw.key))
+
+    def committed(self, draw: Draw) -> None:
+        """After COMMIT: a value whose bound is reached resends its memo from memory."""
+        if self._rappor is None and draw.index not in self._final:
+            self._final[draw.index] = draw.report
+
+    def _fresh(self, index: int) -> str:
+        if self._candidates is not None:
+            return self._candidates[index]
+        return wire_json(self.oracle.perturb(index, self._rng))
+
+
+def _rappor_client(conn: sqlite3.Connection, oracle: Rappor, config_id: str) -> RapporClient:
+    """This client's RAPPOR secret and cohort for one config (created once, then persisted)."""
+    fresh = RapporClient.create(oracle)
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR IGNORE INTO rappor_clients VALUES (?, ?, ?)",
+            (config_id, fresh.secret, fresh.cohort),
+        )
+        secret, cohort = conn.execute(
+            "SELECT secret, cohort FROM rappor_clients WHERE config_id = ?", (config_id,)
+        ).fetchone()
+    return RapporClient(oracle, bytes(secret), int(cohort))

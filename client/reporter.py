@@ -1,0 +1,452 @@
+"""The app-side SDK: `Reporter(url, token).report(campaign, value)` (docs/client.md).
+
+report() runs on the caller's thread: it checks the value and the privacy ledger, takes the
+value's memoized randomization (or draws it from the OS CSPRNG) and writes the perturbed
+report to the durable spool, all in one SQLite transaction, before it returns. A background
+thread (ldptel.client.sender) batches, gzips and posts the spool to the collector.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import xxhash
+
+from ldptel.client import configs, ledger, memo, spool, statedb
+from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
+from ldptel.client.configs import Known
+from ldptel.client.errors import (
+    BudgetExhaustedError,
+    CampaignUnavailableError,
+    InvalidValueError,
+    LdptelError,
+    ParameterError,
+    ReporterClosedError,
+    UnknownCampaignError,
+    ValueTypeError,
+)
+from ldptel.client.ledger import Budget, Spent
+from ldptel.client.memo import Randomizer
+from ldptel.client.oracles.base import check_int
+from ldptel.client.sender import Sender
+from ldptel.client.statedb import transaction
+from ldptel.client.transport import Transport
+
+LOG = logging.getLogger("ldptel.client")
+SCHEMAS = (configs.SCHEMA, ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA)
+#: How long an "unknown campaign" answer is believed before asking again.
+UNKNOWN_CAMPAIGN_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The Reporter's knobs (see Reporter's docstring)."""
+
+    batch_size: int = 500
+    max_batch_age: float = 30.0
+    on_budget_exhausted: Literal["raise", "skip"] = "raise"
+    max_spool_rows: int = 100_000
+    max_spool_bytes: int = 32 * 1024 * 1024
+    max_dead_letters: int = 10_000
+    timeout: float = 10.0
+    backoff_base: float = 0.5
+    backoff_cap: float = 300.0
+    config_refresh: float = 300.0
+
+
+def default_state_dir(collector_url: str) -> Path:
+    """$XDG_DATA_HOME/ldptel/<hash of the collector URL> (~/.local/share by default)."""
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "ldptel" / xxhash.xxh64_hexdigest(collector_url.rstrip("/").encode())
+
+
+@dataclass
+class _Active:
+    """A campaign ready to report: its config, memo and budget."""
+
+    config: CampaignConfig
+    randomizer: Randomizer
+    budget: Budget
+    fetched_at: float
+
+
+class Reporter:
+    """Report values to an ldptel collector under local differential privacy.
+
+    `Reporter(collector_url, token, state_dir=...)` then `report(campaign, value)`; `flush()`
+    waits for delivery, `close()` (or a `with` block) stops the sender. Keyword settings:
+    batch_size and max_batch_age (seconds) decide when a batch is sent; on_budget_exhausted
+    "raise" (BudgetExhaustedError) or "skip" (log, report() returns False); max_spool_rows and
+    max_spool_bytes bound the state on disk (oldest windows dropped first); timeout (HTTP,
+    seconds); backoff_base/backoff_cap (seconds) for retries; config_refresh (seconds between
+    config revalidations); campaigns: names to fetch in the background at start.
+    """
+
+    def __init__(
+        self,
+        collector_url: str,
+        token: str,
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        campaigns: tuple[str, ...] | list[str] = (),
+        **settings: Any,
+    ) -> None:
+        self.settings = _check_settings(settings)
+        if not isinstance(collector_url, str) or not collector_url.startswith(
+            ("http://", "https://")
+        ):
+            raise ParameterError("collector_url", "must be an http(s) URL")
+        if not isinstance(token, str) or not token:
+            raise ParameterError("token", "must be a non-empty string")
+        self.state_dir = Path(state_dir) if state_dir else default_state_dir(collector_url)
+        self._transport = Transport(collector_url, token, timeout=self.settings.timeout)
+        self._conn: sqlite3.Connection | None = statedb.open_state(self.state_dir, SCHEMAS)
+        self._checkpoint_conn: sqlite3.Connection | None = None
+        with transaction(self._conn):
+            self._memo_secret = statedb.secret(self._conn, "memo")
+        self._new_sync_objects()
+        self._active: dict[str, _Active] = {}
+        self._retired: set[str] = set()
+        self._unknown: dict[str, float] = {}
+        self._stale: set[str] = set(campaigns)
+        self._closed = False
+        self._stopping = False
+        self._sender: Sender | None = None
+        self._flushing = 0
+        self._unsent = 0
+        self._failures = 0
+        self._hold_until = 0.0
+        self._batch_limit = self.settings.batch_size
+        self._last_error: str | None = None
+        _LIVE.add(self)
+        if self._stale:
+            self._start_sender()
+
+    def _new_sync_objects(self) -> None:
+        self._lock = threading.Lock()  # every use of self._conn
+        self._checkpoint_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._progress = threading.Condition()
+
+    # -- the app's API ---------------------------------------------------------------------
+    def report(self, campaign: str, value: str) -> bool:
+        """Perturb `value` (a label of the campaign's domain) and spool it for sending.
+
+        Returns True once the perturbed report is in the spool, False if it was skipped (a
+        retired campaign, or a spent budget with on_budget_exhausted="skip"). Raises
+        UnknownCampaignError, CampaignUnavailableError, InvalidValueError/ValueTypeError,
+        BudgetExhaustedError, ReporterClosedError (all LdptelError)."""
+        if self._closed:
+            raise ReporterClosedError("reporter", "closed; create a new Reporter")
+        active = self._campaign(campaign)
+        if active is None:
+            return False
+        randomizer = active.randomizer
+        index = self._index_of(active.config, randomizer, value)
+        now = time.time()
+        config = active.config
+        window = config.window_of(now)
+        with self._lock:
+            conn = self._live_conn()
+            try:
+                with transaction(conn):
+                    draw = randomizer.draw(conn, index)
+                    ledger.charge(
+                        conn, campaign, window, config.window_seconds, draw.cost, active.budget
+                    )
+                    randomizer.record(conn, draw)
+                    spool.append(conn, campaign, randomizer.config_id, window, now, draw.report)
+            except BudgetExhaustedError as error:
+                if self.settings.on_budget_exhausted == "raise":
+                    raise
+                LOG.info("ldptel: report to %r skipped: %s", campaign, error)
+                return False
+            randomizer.committed(draw)
+            self._unsent += 1
+            nudge = self._unsent == 1 or self._unsent >= self._batch_limit
+        if self._sender is None:
+            self._start_sender()
+        elif nudge:
+            self._wake.set()
+        return True
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Send everything spooled now (batch size and age ignored); True once the spool is
+        empty, False if `timeout` seconds pass first (the rest stays spooled)."""
+        deadline = time.monotonic() + timeout
+        with self._progress:
+            self._flushing += 1
+        try:
+            if self._sender is None and not self._stopping:
+                self._start_sender()
+            self._wake.set()
+            while True:
+                with self._lock:
+                    if self._conn is None:
+                        return False
+                    if spool.rows(self._conn) == 0:
+                        return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                with self._progress:
+                    self._progress.wait(min(left, 0.1))
+        finally:
+            with self._progress:
+                self._flushing -= 1
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Try to deliver the spool for up to `timeout` seconds, then stop the sender. What
+        is not delivered stays in the spool for the next Reporter on this state_dir."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._sender is not None and timeout > 0:
+            self.flush(timeout)
+        self._stopping = True
+        self._wake.set()
+        if self._sender is not None:
+            self._sender.join(timeout=max(timeout, 0.1))
+        with self._checkpoint_lock, self._lock:
+            for conn in (self._conn, self._checkpoint_conn):
+                if conn is not None:
+                    conn.close()
+            self._conn = self._checkpoint_conn = None
+        _LIVE.discard(self)
+
+    def __enter__(self) -> Reporter:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def stats(self) -> dict[str, Any]:
+        """Spool and delivery counters (persisted across restarts): spooled, pending_batches,
+        delivered, dead_lettered, dropped, and the last delivery error (None if fine)."""
+        with self._lock:
+            conn = self._live_conn()
+            counters = statedb.counters(conn)
+            (batches,) = conn.execute("SELECT count(*) FROM batches").fetchone()
+            spooled = spool.rows(conn)
+        return {
+            "spooled": spooled,
+            "pending_batches": int(batches),
+            "delivered": counters.get("delivered", 0),
+            "dead_lettered": counters.get("dead_lettered", 0),
+            "dropped": counters.get("dropped", 0),
+            "last_error": self._last_error,
+        }
+
+    def privacy_spent(self, campaign: str) -> Spent:
+        """Epsilon this client spent on `campaign`: in the current window and for life."""
+        active = self._campaign(campaign)
+        window = active.config.window_of(time.time()) if active else 0
+        with self._lock:
+            return ledger.spent(self._live_conn(), campaign, window)
+
+    # -- campaigns ---------------------------------------------------------------------------
+    def _campaign(self, name: str) -> _Active | None:
+        """The campaign's active config (None if retired); fetched on first use if it is
+        not cached, revalidated in the background when older than config_refresh."""
+        if type(name) is not str:
+            raise UnknownCampaignError("campaign", "must be a campaign name (a string)")
+        active = self._active.get(name)
+        if active is not None:
+            if time.time() - active.fetched_at > self.settings.config_refresh:
+                self._request_refresh(name)
+            return active
+        if name in self._retired:
+            return None
+        if not NAME_PATTERN.match(name):
+            raise UnknownCampaignError("campaign", "must match [a-z0-9][a-z0-9_-]{0,63}")
+        if time.time() - self._unknown.get(name, -1e18) < UNKNOWN_CAMPAIGN_SECONDS:
+            raise UnknownCampaignError("campaign", f"the collector does not know {name!r}")
+        with self._lock:
+            known = configs.load(self._live_conn(), name)
+        if known is None:
+            known = self._fetch(name, None, raise_errors=True)
+        return self._adopt(name, known)
+
+    def _fetch(self, name: str, current: CampaignConfig | None, *, raise_errors: bool) -> Known:
+        """Ask the collector for the campaign's config (conditional on `current`)."""
+        answer = self._transport.fetch_config(name, current.config_id if current else None)
+        now = time.time()
+        if answer.status == 304 and current is not None:
+            return Known("active", current, now)
+        if answer.status == 200:
+            try:
+                return Known("active", configs.parse_answer(answer), now)
+            except LdptelError as error:
+                reason = f"the collector's config is invalid ({error})"
+        elif answer.status == 404:
+            self._unknown[name] = now
+            if raise_errors:
+                raise UnknownCampaignError("campaign", f"the collector does not know {name!r}")
+            reason = "unknown campaign"
+        elif answer.status == 410:
+            return Known("retired", None, now)
+        else:
+            reason = answer.reason or f"HTTP {answer.status}"
+        if raise_errors:
+            raise CampaignUnavailableError("campaign", f"no config for {name!r} yet: {reason}")
+        LOG.info("ldptel: config of %r not refreshed: %s", name, reason)
+        return Known("active", current, now) if current else Known("unknown", None, now)
+
+    def _adopt(self, name: str, known: Known) -> _Active | None:
+        """Make a fetched or cached config the campaign's active one (and cache it)."""
+        with self._lock:
+            conn = self._live_conn()
+            if known.status in ("active", "retired"):
+                configs.store(conn, name, known)
+            if known.status == "retired" or known.config is None:
+                self._active.pop(name, None)
+                if known.status == "retired" and name not in self._retired:
+                    self._retired.add(name)
+                    LOG.warning("ldptel: campaign %r is retired; its reports are skipped", name)
+                return None
+            previous = self._active.get(name)
+            if previous is not None and previous.config == known.config:
+                previous.fetched_at = known.fetched_at
+                return previous
+            randomizer = Randomizer(known.config, conn, self._memo_secret)
+            active = _Active(known.config, randomizer, Budget.of(known.config), known.fetched_at)
+            self._active[name] = active
+            return active
+
+    def _request_refresh(self, name: str) -> None:
+        if name not in self._stale:
+            self._stale.add(name)
+            self._wake.set()
+
+    def _refresh_stale_configs(self) -> None:
+        """(Sender thread) revalidate the configs asked for; failures keep the cached one."""
+        while self._stale and not self._stopping:
+            name = self._stale.pop()
+            active = self._active.get(name)
+            known = self._fetch(name, active.config if active else None, raise_errors=False)
+            if known.status != "unknown":  # after a failure too: ask again a period later
+                self._adopt(name, known)
+
+    def _config_refused(self, campaign: str) -> None:
+        """(Sender thread) the collector refused a batch: perhaps the config changed."""
+        self._stale.add(campaign)
+
+    # -- values ------------------------------------------------------------------------------
+    @staticmethod
+    def _index_of(config: CampaignConfig, randomizer: Randomizer, value: object) -> int:
+        if not isinstance(value, str):
+            raise ValueTypeError("value", f"must be a string label, got {type(value).__name__}")
+        index = randomizer.index.get(value)
+        if index is None:
+            if config.other_label is None:
+                raise InvalidValueError("value", f"not in the domain of campaign {config.name!r}")
+            index = randomizer.index[config.other_label]
+        return index
+
+    # -- internals shared with the sender ----------------------------------------------------
+    def _live_conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ReporterClosedError("reporter", "closed; create a new Reporter")
+        return self._conn
+
+    def _start_sender(self) -> None:
+        with self._progress:
+            if self._sender is None and not self._stopping:
+                self._sender = Sender(self)
+                self._sender.start()
+
+    def _notify_progress(self) -> None:
+        with self._progress:
+            self._progress.notify_all()
+        self._unsent = 0
+
+    def _checkpoint(self) -> None:
+        """(Sender thread) copy the WAL into the database on a second connection, so the
+        fsync never holds the lock report() takes."""
+        with self._checkpoint_lock:
+            if self._conn is None:
+                return
+            if self._checkpoint_conn is None:
+                self._checkpoint_conn = statedb.open_state(self.state_dir, ())
+            self._checkpoint_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    # -- fork ----------------------------------------------------------------------------------
+    def _before_fork(self) -> None:
+        # No transaction may be open across fork(), and SQLite connections must not be
+        # inherited: close them with the locks held, reopen on both sides.
+        self._checkpoint_lock.acquire()
+        self._lock.acquire()
+        for conn in (self._conn, self._checkpoint_conn):
+            if conn is not None:
+                conn.close()
+        self._checkpoint_conn = None
+        self._reopen = self._conn is not None
+        self._conn = None
+
+    def _after_fork_parent(self) -> None:
+        if self._reopen:
+            self._conn = statedb.open_state(self.state_dir, ())
+        self._lock.release()
+        self._checkpoint_lock.release()
+
+    def _after_fork_child(self) -> None:
+        self._new_sync_objects()
+        if self._reopen:
+            self._conn = statedb.open_state(self.state_dir, ())
+        self._sender = None  # threads do not survive fork; report() starts a new one
+        self._transport.reset()
+        self._flushing = 0
+        for active in self._active.values():
+            active.randomizer.forget_candidates()
+
+
+def _check_settings(given: dict[str, Any]) -> Settings:
+    known = Settings.__dataclass_fields__
+    for name in given:
+        if name not in known:
+            raise ParameterError(name, "unknown Reporter setting")
+    settings = Settings(**given)
+    check_int(settings.batch_size, "batch_size", 1, 5_000)
+    check_int(settings.max_spool_rows, "max_spool_rows", 1)
+    check_int(settings.max_spool_bytes, "max_spool_bytes", 64 * 1024)
+    check_int(settings.max_dead_letters, "max_dead_letters", 0)
+    for name in ("max_batch_age", "timeout", "backoff_base", "backoff_cap", "config_refresh"):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ParameterError(name, "must be a number of seconds > 0")
+    if settings.on_budget_exhausted not in ("raise", "skip"):
+        raise ParameterError("on_budget_exhausted", 'must be "raise" or "skip"')
+    return settings
+
+
+#: Reporters alive in this process, for the fork hooks (weak: a dropped Reporter is gone).
+_LIVE: weakref.WeakSet[Reporter] = weakref.WeakSet()
+
+
+def _each(method: str) -> Any:
+    def hook() -> None:
+        for reporter in list(_LIVE):
+            getattr(reporter, method)()
+
+    return hook
+
+
+os.register_at_fork(
+    before=_each("_before_fork"),
+    after_in_parent=_each("_after_fork_parent"),
+    after_in_child=_each("_after_fork_child"),
+)

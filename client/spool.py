@@ -1,0 +1,226 @@
+"""The durable spool: perturbed wire reports waiting for the collector's 2xx.
+
+Rows are appended by report() (inside its ledger transaction) and grouped by the sender into
+batches; a batch keeps its idempotency key and its rows until the collector answers, so a
+retry, even after a crash, resends the same rows under the same key and is stored once.
+Only perturbed reports are stored here. Functions take the connection; callers hold the
+Reporter's state lock and, for writes, run inside BEGIN IMMEDIATE ... COMMIT.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from dataclasses import dataclass
+
+from ldptel.client.statedb import add_counter, transaction
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS spool (
+  id INTEGER PRIMARY KEY, campaign TEXT NOT NULL, config_id TEXT NOT NULL,
+  window_start INTEGER NOT NULL, created REAL NOT NULL, report TEXT NOT NULL, batch INTEGER
+);
+CREATE INDEX IF NOT EXISTS spool_batch ON spool (batch) WHERE batch IS NOT NULL;
+CREATE TABLE IF NOT EXISTS batches (
+  id INTEGER PRIMARY KEY, key TEXT NOT NULL, campaign TEXT NOT NULL, config_id TEXT NOT NULL,
+  attempts INTEGER NOT NULL, next_at REAL NOT NULL, owner INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dead_letters (
+  id INTEGER PRIMARY KEY, campaign TEXT NOT NULL, config_id TEXT NOT NULL, report TEXT NOT NULL,
+  status INTEGER, reason TEXT NOT NULL, at REAL NOT NULL
+);
+"""
+
+_APPEND = (
+    "INSERT INTO spool (campaign, config_id, window_start, created, report) VALUES (?, ?, ?, ?, ?)"
+)
+#: A claimed batch is left alone by other processes' senders for this long (its request's
+#: timeout must be shorter); after that anyone may retry it, under the same key.
+CLAIM_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Batch:
+    id: int
+    key: str
+    campaign: str
+    config_id: str
+    attempts: int
+    reports: list[str]
+
+
+def append(
+    conn: sqlite3.Connection, campaign: str, config_id: str, window: int, now: float, report: str
+) -> None:
+    conn.execute(_APPEND, (campaign, config_id, window, now, report))
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _claimable_batch(conn: sqlite3.Connection, now: float) -> tuple[int, ...] | None:
+    """The oldest formed batch that is due, or whose claiming process is gone."""
+    for row in conn.execute("SELECT id, next_at, owner FROM batches ORDER BY id"):
+        batch_id, next_at, owner = row
+        if next_at <= now or not _alive(owner):
+            return (batch_id,)
+    return None
+
+
+def _form_batch(
+    conn: sqlite3.Connection, now: float, batch_size: int, max_age: float, force: bool
+) -> int | None:
+    """Group the oldest unbatched reports of one config into a new batch, if it is due: full,
+    old enough, or forced (flush)."""
+    first = conn.execute(
+        "SELECT campaign, config_id, created FROM spool WHERE batch IS NULL ORDER BY id LIMIT 1"
+    ).fetchone()
+    if first is None:
+        return None
+    campaign, config_id, created = first
+    group = "FROM spool WHERE batch IS NULL AND campaign = ? AND config_id = ?"
+    if not force and created + max_age > now:
+        (count,) = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 {group} LIMIT ?)", (campaign, config_id, batch_size)
+        ).fetchone()
+        if count < batch_size:
+            return None
+    cursor = conn.execute(
+        "INSERT INTO batches (key, campaign, config_id, attempts, next_at, owner) "
+        "VALUES (?, ?, ?, 0, 0, ?)",
+        (uuid.uuid4().hex, campaign, config_id, os.getpid()),
+    )
+    batch_id = int(cursor.lastrowid or 0)
+    conn.execute(
+        f"UPDATE spool SET batch = ? WHERE id IN (SELECT id {group} ORDER BY id LIMIT ?)",
+        (batch_id, campaign, config_id, batch_size),
+    )
+    return batch_id
+
+
+def claim(
+    conn: sqlite3.Connection, now: float, batch_size: int, max_age: float, force: bool
+) -> Batch | None:
+    """The next batch to send (a due retry first, else a newly formed one), claimed for this
+    process; None if nothing is due. Runs its own write transaction."""
+    with transaction(conn):
+        found = _claimable_batch(conn, now)
+        batch_id = found[0] if found else _form_batch(conn, now, batch_size, max_age, force)
+        if batch_id is None:
+            return None
+        conn.execute(
+            "UPDATE batches SET next_at = ?, owner = ? WHERE id = ?",
+            (now + CLAIM_SECONDS, os.getpid(), batch_id),
+        )
+        key, campaign, config_id, attempts = conn.execute(
+            "SELECT key, campaign, config_id, attempts FROM batches WHERE id = ?", (batch_id,)
+        ).fetchone()
+        reports = [
+            str(r) for (r,) in conn.execute("SELECT report FROM spool WHERE batch = ?", (batch_id,))
+        ]
+        if not reports:  # its rows were dropped by the bound: nothing left to send
+            conn.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
+            return None
+    return Batch(batch_id, key, campaign, config_id, attempts, reports)
+
+
+def delivered(conn: sqlite3.Connection, batch: Batch) -> None:
+    """The collector stored the batch (2xx): forget it."""
+    with transaction(conn):
+        conn.execute("DELETE FROM spool WHERE batch = ?", (batch.id,))
+        conn.execute("DELETE FROM batches WHERE id = ?", (batch.id,))
+        add_counter(conn, "delivered", len(batch.reports))
+
+
+def retry_later(conn: sqlite3.Connection, batch: Batch, at: float) -> None:
+    """Keep the batch (same rows, same key) for another attempt at `at`."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE batches SET attempts = attempts + 1, next_at = ? WHERE id = ?", (at, batch.id)
+        )
+
+
+def dissolve(conn: sqlite3.Connection, batch: Batch) -> None:
+    """Return a batch's rows to the spool (it was refused as too large, so never stored)."""
+    with transaction(conn):
+        conn.execute("UPDATE spool SET batch = NULL WHERE batch = ?", (batch.id,))
+        conn.execute("DELETE FROM batches WHERE id = ?", (batch.id,))
+
+
+def dead_letter(
+    conn: sqlite3.Connection, batch: Batch, status: int | None, reason: str, now: float
+) -> None:
+    """The collector refused the batch for good (4xx): keep its rows aside, counted."""
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO dead_letters (campaign, config_id, report, status, reason, at) "
+            "SELECT campaign, config_id, report, ?, ?, ? FROM spool WHERE batch = ?",
+            (status, reason, now, batch.id),
+        )
+        conn.execute("DELETE FROM spool WHERE batch = ?", (batch.id,))
+        conn.execute("DELETE FROM batches WHERE id = ?", (batch.id,))
+        add_counter(conn, "dead_lettered", len(batch.reports))
+
+
+def used_bytes(conn: sqlite3.Connection) -> int:
+    """Bytes of the state database in use (pages not on the free list)."""
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+    (size,) = conn.execute("PRAGMA page_size").fetchone()
+    return int((pages - free) * size)
+
+
+def rows(conn: sqlite3.Connection) -> int:
+    (count,) = conn.execute("SELECT count(*) FROM spool").fetchone()
+    return int(count)
+
+
+def enforce_bounds(
+    conn: sqlite3.Connection, max_rows: int, max_bytes: int, max_dead_letters: int
+) -> int:
+    """Drop the oldest windows' reports (whole batches at a time) until the spool holds at
+    most max_rows and the database max_bytes; returns how many reports were dropped."""
+    dropped = 0
+    while True:
+        excess = rows(conn) - max_rows
+        if excess <= 0 and used_bytes(conn) <= max_bytes:
+            break
+        victims = max(excess, 1, max_rows // 20)
+        with transaction(conn):
+            oldest = "SELECT id, batch FROM spool ORDER BY window_start, id LIMIT ?"
+            picked = conn.execute(oldest, (victims,)).fetchall()
+            batches = sorted({b for _, b in picked if b is not None})
+            before = conn.total_changes
+            conn.executemany("DELETE FROM spool WHERE id = ?", [(i,) for i, _ in picked])
+            conn.executemany("DELETE FROM spool WHERE batch = ?", [(b,) for b in batches])
+            conn.executemany("DELETE FROM batches WHERE id = ?", [(b,) for b in batches])
+            gone = conn.total_changes - before - len(batches)
+            add_counter(conn, "dropped", gone)
+        if not picked:
+            break
+        dropped += gone
+    conn.execute(
+        "DELETE FROM dead_letters WHERE id <= (SELECT max(id) FROM dead_letters) - ?",
+        (max_dead_letters,),
+    )
+    return dropped
+
+
+def next_due(conn: sqlite3.Connection, max_age: float) -> float | None:
+    """When something may next be due: a batch's retry time or the oldest report's age."""
+    (retry,) = conn.execute("SELECT min(next_at) FROM batches").fetchone()
+    first = conn.execute(
+        "SELECT created FROM spool WHERE batch IS NULL ORDER BY id LIMIT 1"
+    ).fetchone()
+    times = [t for t in (retry, None if first is None else first[0] + max_age) if t is not None]
+    return min(times) if times else None

@@ -1,0 +1,81 @@
+"""The client's state on disk: one SQLite database in `state_dir` holding the spool, the
+privacy ledger, the memo and the cached campaign configs.
+
+One database, so that a report's ledger charge, its memo entry and its spool row commit in
+one transaction: a crash can lose a report, never spend epsilon without recording it. WAL with
+synchronous=NORMAL: a commit is a write() into the WAL (it survives a killed process without
+an fsync per report); the sender checkpoints, so no report() ever waits for an fsync.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+FILENAME = "ldptel-state.sqlite"
+#: Small pages: a report's commit writes two pages into the WAL (ledger row, spool row).
+PAGE_SIZE = 1024
+BUSY_TIMEOUT_MS = 10_000
+
+_COMMON_SCHEMA = """
+CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)
+  WITHOUT ROWID;
+"""
+
+
+def open_state(state_dir: str | os.PathLike[str], schemas: Iterable[str]) -> sqlite3.Connection:
+    """Open (creating if needed) the state database with the modules' tables; autocommit
+    mode, explicit BEGINs."""
+    directory = Path(state_dir)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / FILENAME
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # effective only on a new file
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # the sender checkpoints, off the hot path
+    with transaction(conn):
+        for script in (_COMMON_SCHEMA, *schemas):
+            for statement in filter(str.strip, script.split(";")):
+                conn.execute(statement)
+    os.chmod(path, 0o600)
+    return conn
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE (take the write lock now, so reads inside are current) ... COMMIT, or
+    ROLLBACK on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def secret(conn: sqlite3.Connection, name: str, size: int = 32) -> bytes:
+    """A random secret stored in the state (created once, from the OS CSPRNG); call inside a
+    write transaction or alone."""
+    conn.execute("INSERT OR IGNORE INTO secrets VALUES (?, ?)", (name, os.urandom(size)))
+    row = conn.execute("SELECT value FROM secrets WHERE name = ?", (name,)).fetchone()
+    return bytes(row[0])
+
+
+def add_counter(conn: sqlite3.Connection, name: str, amount: int) -> None:
+    """Add to a persisted counter (inside the caller's transaction)."""
+    conn.execute(
+        "INSERT INTO counters VALUES (?, ?) ON CONFLICT DO UPDATE SET value = value + ?",
+        (name, amount, amount),
+    )
+
+
+def counters(conn: sqlite3.Connection) -> dict[str, int]:
+    return {name: int(value) for name, value in conn.execute("SELECT name, value FROM counters")}
