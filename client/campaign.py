@@ -36,9 +36,12 @@ class CampaignConfig:
     window_seconds: int = DAY
     shards: int = 1
     retention_seconds: int = 7 * DAY
-    #: Client-side ledger: reports per window, and the lifetime epsilon budget (None = no cap).
+    #: Client-side ledger: reports per window, and the lifetime epsilon budget per campaign
+    #: (None = the client's default, DEFAULT_LIFETIME_FACTOR x epsilon; docs/client.md).
     reports_per_window: int = 1
     lifetime_epsilon: float | None = None
+    #: A domain label that clients report for values outside the domain (None = reject them).
+    other_label: str | None = None
     #: Personalized privacy (ldptel.client.levels): level name -> epsilon, each at most
     #: `epsilon` (the campaign's ceiling); empty = no levels. Absent from the canonical JSON
     #: when empty, so configs without levels keep their ids.
@@ -79,6 +82,9 @@ class CampaignConfig:
         strategy, threshold = check_strategy(
             data.get("level_strategy", "optimal"), data.get("level_threshold"), levels
         )
+        other = data.get("other_label")
+        if other is not None and other not in domain:
+            raise ParameterError("other_label", "must be null or a label of the domain")
         config = cls(
             name=name,
             oracle=oracle_class(data["oracle"]).name,
@@ -96,6 +102,7 @@ class CampaignConfig:
             lifetime_epsilon=None
             if lifetime is None
             else check_epsilon(lifetime, "lifetime_epsilon"),
+            other_label=other,
             levels=levels,
             level_strategy=strategy,
             level_threshold=threshold,
@@ -109,6 +116,8 @@ class CampaignConfig:
         data = asdict(self)
         data["domain"] = list(self.domain)
         data["params"] = dict(self.params)
+        if self.other_label is None:
+            del data["other_label"]  # absent when unset: older configs keep their ids
         data["levels"] = dict(self.levels)
         if not self.levels:  # absent, so that configs from before levels keep their ids
             for key in ("levels", "level_strategy", "level_threshold"):
