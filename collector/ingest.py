@@ -17,6 +17,7 @@ import xxhash
 
 from ldptel.client.campaign import NAME_PATTERN
 from ldptel.client.errors import LdptelError
+from ldptel.client.oracles import FrequencyOracle
 from ldptel.collector import keys
 from ldptel.collector.errors import ApiError, bad_request
 from ldptel.collector.registry import ActiveConfig, Registry
@@ -113,6 +114,28 @@ def parse_batch(data: object, max_reports: int) -> Batch:
     return Batch(campaign, config_id, reports, level)
 
 
+def level_oracle(active: ActiveConfig, level: str) -> FrequencyOracle:
+    """The oracle that validates a batch at `level` (docs/personalized-privacy.md): a level
+    is required if the config declares levels, and forbidden if it declares none."""
+    if not active.config.levels:
+        if level:
+            raise bad_request("level", "this campaign's config declares no privacy levels")
+        return active.oracle
+    if not level:
+        raise bad_request("level", "is required: this campaign's config declares privacy levels")
+    if level not in active.levels:
+        raise ApiError(409, "level", "unknown privacy level for this config", code="unknown_level")
+    oracle = active.levels[level]
+    if oracle is None:
+        raise ApiError(
+            409,
+            "level",
+            "this level does not report (level_strategy threshold)",
+            code="unknown_level",
+        )
+    return oracle
+
+
 @dataclass(frozen=True)
 class Stored:
     accepted: int
@@ -150,10 +173,7 @@ class Ingestor:
     def store(self, batch: Batch, idempotency_key: str, *, now: float | None = None) -> Stored:
         """Validate every report with the oracle, then append the batch; 400 on a bad one."""
         active = self.active_config(batch)
-        if batch.level:
-            # Privacy levels arrive with their own issue; until then only the default exists.
-            raise bad_request("level", "unknown privacy level for this config")
-        oracle = active.oracle
+        oracle = level_oracle(active, batch.level)
         try:
             packed = oracle.pack(oracle.decode(batch.reports))
         except LdptelError as error:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ldptel.client.campaign import CampaignConfig
@@ -52,6 +52,8 @@ class ActiveConfig:
     config_id: str
     config: CampaignConfig
     oracle: FrequencyOracle
+    #: Per privacy level, the oracle its reports use (None: the level does not report).
+    levels: Mapping[str, FrequencyOracle | None] = field(default_factory=dict)
 
 
 class CampaignRetiredError(Exception):
@@ -131,7 +133,8 @@ class Registry:
         if raw is None:  # not cached: the id may be created later
             return None
         config = CampaignConfig.from_dict(json.loads(raw))
-        active = ActiveConfig(config_id, config, config.build_oracle())
+        levels = {level: config.level_oracle(level) for level in config.levels}
+        active = ActiveConfig(config_id, config, config.build_oracle(), levels)
         self._configs[config_id] = active
         return active
 
