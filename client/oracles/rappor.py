@@ -77,6 +77,16 @@ def check_labels(labels: object, domain_size: int) -> list[str]:
     return list(labels)
 
 
+def binomial_pmf(trials: int, p: float) -> NDArray[np.float64]:
+    """pmf[s, a] = P[Binomial(s, p) = a] = C(s, a) p^a (1-p)^(s-a) for 0 <= s, a <= trials
+    (0 where a > s), from exact binomial coefficients."""
+    s = np.arange(trials + 1)[:, None]
+    a = np.arange(trials + 1)[None, :]
+    comb = np.array([[math.comb(i, j) for j in range(trials + 1)] for i in range(trials + 1)])
+    pmf = comb * np.power(p, a) * np.power(1.0 - p, np.maximum(s - a, 0))
+    return np.asarray(np.where(a <= s, pmf, 0.0), dtype=np.float64)
+
+
 def irr_probabilities(f: float, p: float, q: float) -> tuple[float, float]:
     """(p*, q*) = P[reported bit is 1 | Bloom bit 0], P[... | Bloom bit 1] over PRR and IRR.
 
@@ -382,19 +392,19 @@ class Rappor(FrequencyOracle):
         return np.asarray(self._event_index(s_low, s_high, a, b), dtype=np.int64)
 
     def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
-        from scipy.stats import binom
-
         only_low, only_high = self._pair_masks(value, other)
         # The true value's own positions report 1 w.p. q*, the other value's w.p. p*.
         p_low, p_high = (self.q_star, self.p_star) if value < other else (self.p_star, self.q_star)
-        probabilities = np.zeros(self.audit_event_count)
-        counts = np.arange(self.h + 1)
-        for s_low, s_high in zip(only_low.sum(axis=1), only_high.sum(axis=1), strict=True):
-            a = binom.pmf(counts, s_low, p_low)
-            b = binom.pmf(counts, s_high, p_high)
-            events = self._event_index(s_low, s_high, counts[:, None], counts[None, :])
-            probabilities[events.reshape(-1)] += np.outer(a, b).reshape(-1) / self.m
-        return probabilities
+        base = self.h + 1
+        # Cohorts with the same (s_low, s_high) have the same event law: weigh it by their share.
+        pattern = only_low.sum(axis=1) * base + only_high.sum(axis=1)
+        share = np.bincount(pattern, minlength=base * base).reshape(base, base) / self.m
+        law_low, law_high = binomial_pmf(self.h, p_low), binomial_pmf(self.h, p_high)
+        # Event (s_low, s_high, a, b), in _event_index order: share * P[a | s_low] * P[b | s_high].
+        probabilities = (
+            share[:, :, None, None] * law_low[:, None, :, None] * law_high[None, :, None, :]
+        )
+        return np.asarray(probabilities.reshape(-1), dtype=np.float64)
 
 
 class RapporClient:

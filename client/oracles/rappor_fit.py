@@ -1,4 +1,5 @@
-"""Decoding full RAPPOR against a candidate list (the analyst's side; needs scipy).
+"""Decoding full RAPPOR against a candidate list (the analyst's side; needs scipy, from the
+`aggregator` extra, imported only when decoding).
 
 As Google's analysis does (Erlingsson et al. 2014, Sec. 4): unbiased counts of set Bloom bits
 per (cohort, bit), a linear model over the candidates' Bloom patterns, a non-negative fit,
@@ -61,8 +62,12 @@ def fit_candidates(
     oracle: Rappor, support: NDArray[np.int64], alpha: float, lasso: bool | None
 ) -> RapporFit:
     """See Rappor.fit."""
-    from scipy.optimize import nnls
-    from scipy.stats import norm
+    # scipy is the aggregator's dependency, not the base install's (the client never decodes).
+    try:
+        from scipy.optimize import nnls
+        from scipy.stats import norm
+    except ImportError as missing:
+        raise ImportError("decoding RAPPOR needs scipy: install ldptel[aggregator]") from missing
 
     from ldptel.client.oracles.rappor import RapporFit
 
