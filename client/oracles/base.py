@@ -66,6 +66,44 @@ def check_reports(reports: object) -> Sequence[Any]:
     return reports
 
 
+def check_labels(labels: object, domain_size: int) -> list[str]:
+    """The domain's labels: domain_size distinct strings."""
+    if isinstance(labels, str) or not isinstance(labels, Sequence):
+        raise ParameterError("labels", "must be a sequence of strings")
+    if not all(isinstance(v, str) for v in labels):
+        raise ParameterError("labels", "must be a sequence of strings")
+    if len(labels) != domain_size:
+        raise ParameterError(
+            "labels", f"must have domain_size = {domain_size} entries, got {len(labels)}"
+        )
+    if len(set(labels)) != len(labels):
+        raise ParameterError("labels", "must be distinct")
+    return list(labels)
+
+
+def report_int(report: dict[str, Any], name: str, limit: int, index: int) -> int:
+    """The integer field `name` of an untrusted report object, in [0, limit)."""
+    if name not in report:
+        raise ReportError(name, "is required", index)
+    value = report[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ReportError(name, "must be an integer", index)
+    if not 0 <= value < limit:
+        raise ReportError(name, f"must be in [0, {limit})", index)
+    return value
+
+
+def decode_int_field(reports: object, name: str, limit: int) -> NDArray[np.uint32]:
+    """Validate untrusted reports {name: int in [0, limit)}; returns the uint32 column."""
+    items = check_reports(reports)
+    column = np.empty(len(items), dtype=np.uint32)
+    for i, report in enumerate(items):
+        if not isinstance(report, dict):
+            raise ReportError("report", "must be an object", i)
+        column[i] = report_int(report, name, limit, i)
+    return column
+
+
 class FrequencyOracle(ABC):
     """An LDP frequency oracle over the domain {0, ..., domain_size - 1}.
 

@@ -15,8 +15,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ReportError
-from ldptel.client.oracles.base import Field, PureOracle, ReportBatch, WireReport, check_reports
+from ldptel.client.oracles.base import (
+    Field,
+    PureOracle,
+    ReportBatch,
+    WireReport,
+    decode_int_field,
+)
 from ldptel.client.randomness import Rng
 
 
@@ -95,18 +100,7 @@ class HadamardResponse(PureOracle):
         return [{"y": y} for y in batch["y"].tolist()]
 
     def decode(self, reports: object) -> ReportBatch:
-        items = check_reports(reports)
-        y = np.empty(len(items), dtype=np.uint32)
-        for i, report in enumerate(items):
-            if not isinstance(report, dict):
-                raise ReportError("report", "must be an object", i)
-            value = report.get("y")
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ReportError("y", "must be an integer", i)
-            if not 0 <= value < self.K:
-                raise ReportError("y", f"must be in [0, {self.K})", i)
-            y[i] = value
-        return {"y": y}
+        return {"y": decode_int_field(reports, "y", self.K)}
 
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         return np.bincount(batch["y"], minlength=self.K).astype(np.int64)

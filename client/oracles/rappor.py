@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys, lh_hash
 from ldptel.client.oracles.base import (
     Field,
@@ -35,7 +35,8 @@ from ldptel.client.oracles.base import (
     ReportBatch,
     WireReport,
     check_int,
-    check_reports,
+    check_labels,
+    decode_int_field,
 )
 from ldptel.client.oracles.unary import (
     decode_bit_vectors,
@@ -62,19 +63,6 @@ def _probability(value: object, name: str, upper_open: bool = False) -> float:
     if not (0.0 <= number <= 1.0) or (upper_open and number >= 1.0):
         raise ParameterError(name, f"must be in [0, {top}, got {number!r}")
     return number
-
-
-def check_labels(labels: object, domain_size: int) -> list[str]:
-    """The domain's labels: domain_size distinct strings."""
-    if isinstance(labels, str) or not isinstance(labels, Sequence):
-        raise ParameterError("labels", "must be a sequence of strings")
-    if not all(isinstance(v, str) for v in labels):
-        raise ParameterError("labels", "must be a sequence of strings")
-    if len(labels) != domain_size:
-        raise ParameterError("labels", f"must have domain_size = {domain_size} entries")
-    if len(set(labels)) != len(labels):
-        raise ParameterError("labels", "must be distinct")
-    return list(labels)
 
 
 def binomial_pmf(trials: int, p: float) -> NDArray[np.float64]:
@@ -290,17 +278,8 @@ class Rappor(FrequencyOracle):
         ]
 
     def decode(self, reports: object) -> ReportBatch:
-        packed = decode_bit_vectors(reports, self.k, "bits")
-        items = check_reports(reports)
-        cohorts = np.empty(len(items), dtype=np.uint32)
-        for i, report in enumerate(items):
-            cohort = report.get("cohort")
-            if isinstance(cohort, bool) or not isinstance(cohort, int):
-                raise ReportError("cohort", "must be an integer", i)
-            if not 0 <= cohort < self.m:
-                raise ReportError("cohort", f"must be in [0, {self.m})", i)
-            cohorts[i] = cohort
-        return {"cohort": cohorts, "bits": packed}
+        packed = decode_bit_vectors(reports, self.k, "bits")  # also checks the report objects
+        return {"cohort": decode_int_field(reports, "cohort", self.m), "bits": packed}
 
     # -- aggregator ----------------------------------------------------------------------------
     @property
