@@ -1,23 +1,18 @@
 """Campaign configs on the client: fetched from the collector (ETag = config id), cached on
-disk in the state database so that an app starting offline can report at once."""
+disk (`state_dir/configs/<name>.json`, apart from the state database, which so holds no label
+of any domain) so that an app starting offline can report at once."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError
-from ldptel.client.statedb import transaction
 from ldptel.client.transport import ConfigAnswer
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS configs (
-  name TEXT PRIMARY KEY, body TEXT, fetched_at REAL NOT NULL, status TEXT NOT NULL
-) WITHOUT ROWID;
-"""
 
 Status = Literal["active", "retired", "unknown"]
 
@@ -42,27 +37,29 @@ def parse_answer(answer: ConfigAnswer) -> CampaignConfig:
     return config
 
 
-def load(conn: sqlite3.Connection, name: str) -> Known | None:
-    """The cached state of a campaign, if any."""
-    row = conn.execute(
-        "SELECT body, fetched_at, status FROM configs WHERE name = ?", (name,)
-    ).fetchone()
-    if row is None:
-        return None
-    body, fetched_at, status = row
-    config = None
-    if status == "active":
-        try:
-            config = CampaignConfig.from_dict(json.loads(body))
-        except (LdptelError, ValueError):
-            return None  # a cache written by another version: fetch again
-    return Known(status, config, float(fetched_at))
+def _path(state_dir: Path, name: str) -> Path:
+    return state_dir / "configs" / f"{name}.json"  # name matches NAME_PATTERN: a safe file name
 
 
-def store(conn: sqlite3.Connection, name: str, known: Known) -> None:
-    body = None if known.config is None else known.config.canonical_json()
-    with transaction(conn):
-        conn.execute(
-            "INSERT OR REPLACE INTO configs VALUES (?, ?, ?, ?)",
-            (name, body, known.fetched_at, known.status),
-        )
+def load(state_dir: Path, name: str) -> Known | None:
+    """The cached state of a campaign, if any (None if absent or unreadable)."""
+    try:
+        data = json.loads(_path(state_dir, name).read_text("utf-8"))
+        status = data["status"]
+        config = CampaignConfig.from_dict(data["config"]) if status == "active" else None
+        if status not in ("active", "retired"):
+            return None
+        return Known(status, config, float(data["fetched_at"]))
+    except (OSError, ValueError, KeyError, TypeError, LdptelError):
+        return None  # never cached, or written by another version: fetch again
+
+
+def store(state_dir: Path, name: str, known: Known) -> None:
+    """Cache the campaign's state (atomically: a crash leaves the old file or the new)."""
+    path = _path(state_dir, name)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    config = None if known.config is None else known.config.to_dict()
+    data = {"status": known.status, "fetched_at": known.fetched_at, "config": config}
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, sort_keys=True), "utf-8")
+    os.replace(temporary, path)

@@ -42,7 +42,7 @@ from ldptel.client.statedb import transaction
 from ldptel.client.transport import Transport
 
 LOG = logging.getLogger("ldptel.client")
-SCHEMAS = (configs.SCHEMA, ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA)
+SCHEMAS = (ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA)
 #: How long an "unknown campaign" answer is believed before asking again.
 UNKNOWN_CAMPAIGN_SECONDS = 60.0
 
@@ -275,8 +275,7 @@ class Reporter:
             raise UnknownCampaignError("campaign", "must match [a-z0-9][a-z0-9_-]{0,63}")
         if time.time() - self._unknown.get(name, -1e18) < UNKNOWN_CAMPAIGN_SECONDS:
             raise UnknownCampaignError("campaign", f"the collector does not know {name!r}")
-        with self._lock:
-            known = configs.load(self._live_conn(), name)
+        known = configs.load(self.state_dir, name)
         if known is None:
             known = self._fetch(name, None, raise_errors=True)
         return self._adopt(name, known)
@@ -311,7 +310,7 @@ class Reporter:
         with self._lock:
             conn = self._live_conn()
             if known.status in ("active", "retired"):
-                configs.store(conn, name, known)
+                configs.store(self.state_dir, name, known)
             if known.status == "retired" or known.config is None:
                 self._active.pop(name, None)
                 if known.status == "retired" and name not in self._retired:

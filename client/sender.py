@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ldptel.client import spool
-from ldptel.client.transport import backoff_delay
+from ldptel.client.transport import Outcome, backoff_delay
 
 if TYPE_CHECKING:
     from ldptel.client.reporter import Reporter
@@ -64,9 +64,13 @@ def step(reporter: Reporter) -> float:
         if batch is None:
             due = spool.next_due(conn, settings.max_batch_age)
             return MAX_NAP if due is None else min(MAX_NAP, max(0.01, due - now))
-    outcome = reporter._transport.post_batch(
-        batch.campaign, batch.config_id, batch.key, batch.reports
-    )
+    try:
+        outcome = reporter._transport.post_batch(
+            batch.campaign, batch.config_id, batch.key, batch.reports
+        )
+    except Exception:  # a bug, not the network: back off and retry the batch, same key
+        LOG.exception("ldptel sender: unexpected error while posting (will retry)")
+        outcome = Outcome("retry", None, "unexpected client error")
     now = time.time()
     with reporter._lock:
         conn = reporter._conn

@@ -78,8 +78,13 @@ class ServerThread:
         self.server.server_close()
 
 
+def collector_app(settings: Mapping[str, Any]) -> Any:
+    """The collector app with the tests' admin token and no rate limit."""
+    return create_app({"admin_token": ADMIN_TOKEN, "rate_limit": 0, **settings})
+
+
 def serve(settings: Mapping[str, Any]) -> ServerThread:
-    return ServerThread(create_app({"admin_token": ADMIN_TOKEN, "rate_limit": 0, **settings}))
+    return ServerThread(collector_app(settings))
 
 
 def batch(config_id: str, values: list[int], name: str = "colors") -> dict[str, Any]:

@@ -1,0 +1,139 @@
+"""A real collector (real HTTP, real Redis) that tests can stop, restart on the same port and
+make misbehave, recording every request body it receives; and a reader of what Redis holds."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from collector_api import Api, ServerThread, campaign_config, collector_app
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.collector import keys
+
+Environ = dict[str, Any]
+StartResponse = Callable[..., Any]
+
+
+@dataclass
+class Seen:
+    """One request the collector received (body decompressed)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Faults:
+    """WSGI middleware: records requests; `plan` holds the fate of the next POST /v1/reports
+    ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page,
+    "401"), and `config_plan` the same for GET /v1/campaigns/... ("garbage")."""
+
+    app: Any
+    plan: list[str] = field(default_factory=list)
+    config_plan: list[str] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list)
+    retry_after: str = "0"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(raw)
+        headers = {
+            k[5:].replace("_", "-").title(): v for k, v in environ.items() if k[:5] == "HTTP_"
+        }
+        body = gzip.decompress(raw) if headers.get("Content-Encoding") == "gzip" else raw
+        path, method = environ["PATH_INFO"], environ["REQUEST_METHOD"]
+        with self.lock:
+            self.seen.append(Seen(method, path, headers, body, time.monotonic()))
+            plan: list[str] = []
+            if path == "/v1/reports":
+                plan = self.plan
+            elif method == "GET" and path.startswith("/v1/campaigns/"):
+                plan = self.config_plan
+            action = plan.pop(0) if plan else ""
+        if action == "lose":
+            for _ in self.app(environ, lambda *a, **k: None):
+                pass
+            action = "503"
+        if action in ("503", "429", "401"):
+            reason = {"503": "Service Unavailable", "429": "Too Many", "401": "Unauthorized"}
+            start_response(
+                f"{action} {reason[action]}",
+                [("Content-Type", "application/json"), ("Retry-After", self.retry_after)],
+            )
+            return [b'{"error": {"field": "test", "reason": "injected"}}']
+        if action in ("html", "garbage"):
+            start_response("200 OK", [("Content-Type", "text/html")])
+            return [b"<html>Welcome to the hotel wifi</html>"]
+        return self.app(environ, start_response)  # type: ignore[no-any-return]
+
+    def posted(self) -> list[Seen]:
+        with self.lock:
+            return [s for s in self.seen if s.path == "/v1/reports"]
+
+
+class LiveCollector:
+    """The collector on a fixed port (so a restarted one has the same URL)."""
+
+    def __init__(self, redis_url: str) -> None:
+        self.faults = Faults(collector_app({"redis_url": redis_url}))
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.api = Api(self.url)
+        self.server: ServerThread | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.server = ServerThread(self.faults, self.port)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def campaign(self, name: str = "colors", **changes: Any) -> CampaignConfig:
+        """Create (or update) a campaign; returns its config."""
+        data = campaign_config(name, **changes)
+        config_id = self.api.create_campaign(data)
+        config = CampaignConfig.from_dict(data)
+        assert config.config_id == config_id
+        return config
+
+
+def stored_reports(redis: Any, config: CampaignConfig) -> list[dict[str, Any]]:
+    """Every report Redis holds for the campaign, decoded back to its wire form."""
+    oracle = config.build_oracle()
+    reports: list[dict[str, Any]] = []
+    for shard in range(config.shards):
+        for _, entry in redis.xrange(keys.stream(config.name, shard)):
+            n = int(entry[b"n"])
+            reports.extend(oracle.encode(oracle.unpack(entry[b"p"], n)))
+    return reports
+
+
+def sent_reports(seen: list[Seen]) -> dict[str, list[dict[str, Any]]]:
+    """Idempotency key -> the reports of the batch posted under it."""
+    return {s.headers["Idempotency-Key"]: json.loads(s.body)["reports"] for s in seen}
+
+
+def canonical(reports: Iterable[dict[str, Any]]) -> list[str]:
+    """Reports as sorted JSON strings, to compare multisets."""
+    return sorted(json.dumps(r, sort_keys=True) for r in reports)

@@ -1,0 +1,89 @@
+"""The spool survives a SIGKILL of the reporting process, a forked child reports through its
+own sender, and concurrent report() calls from many threads are each stored exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+from live_collector import stored_reports
+from test_delivery import VALUES
+
+
+def test_spool_survives_sigkill(collector, token, state_dir, redis_client, open_reporter):
+    config = collector.campaign(reports_per_window=1000)
+    child = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        from ldptel.client import Reporter
+        reporter = Reporter({collector.url!r}, {token!r}, state_dir={str(state_dir)!r},
+                            max_batch_age=3600, batch_size=1000)
+        for i in range(25):
+            reporter.report("colors", {VALUES!r}[i % 5])
+        print("reported", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    assert run.stdout.strip() == "reported"
+    assert stored_reports(redis_client, config) == []  # nothing was sent before the kill
+    reporter = open_reporter()  # same state_dir
+    assert reporter.stats()["spooled"] == 25
+    assert reporter.flush(timeout=20)
+    assert len(stored_reports(redis_client, config)) == 25
+    assert reporter.privacy_spent("colors").window_reports == 25  # the ledger survived too
+
+
+def test_concurrent_reports_are_each_stored_once(collector, redis_client, open_reporter):
+    threads, per_thread = 8, 60
+    config = collector.campaign(reports_per_window=threads * per_thread)
+    reporter = open_reporter(batch_size=50, max_batch_age=0.05)
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(per_thread):
+                reporter.report("colors", VALUES[(offset + i) % 5])
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    assert errors == []
+    assert reporter.flush(timeout=30)
+    assert len(stored_reports(redis_client, config)) == threads * per_thread
+    assert reporter.privacy_spent("colors").window_reports == threads * per_thread
+    # Five distinct values, each randomized once: the ledger charged five epsilons.
+    assert abs(reporter.privacy_spent("colors").lifetime_epsilon - 5 * config.epsilon) < 1e-9
+
+
+def test_a_forked_child_reports_through_its_own_sender(collector, redis_client, open_reporter):
+    config = collector.campaign(reports_per_window=1000)
+    reporter = open_reporter(batch_size=5)
+    for value in VALUES:
+        reporter.report("colors", value)
+    pid = os.fork()
+    if pid == 0:  # the child: report, deliver, exit without running pytest's teardown
+        code = 1
+        try:
+            for value in VALUES * 2:
+                reporter.report("colors", value)
+            code = 0 if reporter.flush(timeout=20) else 2
+            reporter.close(timeout=0)
+        finally:
+            os._exit(code)
+    for value in VALUES:
+        reporter.report("colors", value)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert reporter.flush(timeout=20)
+    assert len(stored_reports(redis_client, config)) == 20
+    assert abs(reporter.privacy_spent("colors").lifetime_epsilon - 5 * config.epsilon) < 1e-9

@@ -1,0 +1,148 @@
+"""The privacy ledger refuses reports over the window's and the lifetime's budget (and says
+which), memoized values cost nothing new, and ledger and memo survive a restart."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from live_collector import sent_reports
+
+from ldptel.client import ledger, memo, spool
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import BudgetExhaustedError
+from ldptel.client.ledger import DEFAULT_LIFETIME_FACTOR, Budget, charge
+from ldptel.client.memo import Randomizer
+from ldptel.client.oracles.rappor import Rappor
+from ldptel.client.statedb import open_state, transaction
+
+LABELS = [f"item-{i}" for i in range(16)]
+
+
+def test_reports_per_window_is_enforced(collector, open_reporter):
+    collector.campaign(reports_per_window=2)
+    reporter = open_reporter()
+    assert reporter.report("colors", "red") and reporter.report("colors", "red")
+    with pytest.raises(BudgetExhaustedError) as refused:
+        reporter.report("colors", "red")
+    assert refused.value.field == "window_reports"
+    assert reporter.privacy_spent("colors").window_reports == 2
+    assert reporter.stats()["spooled"] == 2  # the refused report left no trace
+
+
+def test_skip_mode_returns_false_and_logs(collector, open_reporter, caplog):
+    collector.campaign(reports_per_window=1)
+    reporter = open_reporter(on_budget_exhausted="skip")
+    assert reporter.report("colors", "red") is True
+    with caplog.at_level("INFO", logger="ldptel.client"):
+        assert reporter.report("colors", "green") is False
+    assert "window_reports" in caplog.text and "green" not in caplog.text
+
+
+def test_lifetime_budget_counts_distinct_values_and_survives_restart(
+    collector, open_reporter, state_dir
+):
+    collector.campaign(reports_per_window=100, lifetime_epsilon=2.5)
+    reporter = open_reporter()
+    for _ in range(5):  # a memoized value: one epsilon, however often it is reported
+        reporter.report("colors", "red")
+    assert reporter.privacy_spent("colors").lifetime_epsilon == pytest.approx(1.0)
+    reporter.report("colors", "green")
+    with pytest.raises(BudgetExhaustedError) as refused:
+        reporter.report("colors", "blue")  # a third randomization would reach 3 > 2.5
+    assert refused.value.field == "lifetime_epsilon"
+    reporter.close(timeout=0)
+    again = open_reporter()
+    with pytest.raises(BudgetExhaustedError):
+        again.report("colors", "blue")
+    assert again.report("colors", "green")  # still free: memoized
+    assert again.privacy_spent("colors").lifetime_epsilon == pytest.approx(2.0)
+
+
+def test_default_lifetime_budget_is_finite():
+    config = CampaignConfig.from_dict(
+        {"name": "c", "oracle": "de", "epsilon": 0.5, "domain": ["a", "b"]}
+    )
+    assert Budget.of(config).lifetime_epsilon == DEFAULT_LIFETIME_FACTOR * 0.5
+
+
+def test_window_epsilon_is_enforced_across_configs(tmp_path):
+    conn = open_state(tmp_path, (ledger.SCHEMA,))
+    generous = Budget(reports_per_window=10, window_epsilon=3.0, lifetime_epsilon=100.0)
+    tight = Budget(reports_per_window=10, window_epsilon=2.0, lifetime_epsilon=100.0)
+    for _ in range(3):
+        with transaction(conn):
+            charge(conn, "c", 0, 60, 1.0, generous)
+    with pytest.raises(BudgetExhaustedError) as refused, transaction(conn):
+        charge(conn, "c", 0, 60, 0.5, tight)  # a new config mid-window with a lower budget
+    assert refused.value.field == "window_epsilon"
+    with transaction(conn):
+        charge(conn, "c", 0, 60, 0.0, tight)  # a memoized report still fits
+    assert ledger.spent(conn, "c", 0).window_epsilon == pytest.approx(3.0)
+
+
+def olh_config(**changes):
+    return {"oracle": "olh", "domain": LABELS, "reports_per_window": 100, **changes}
+
+
+def test_memoized_report_is_resent_identically_after_restart(collector, open_reporter):
+    collector.campaign(**olh_config())
+    first = open_reporter()
+    first.report("colors", "item-3")
+    first.report("colors", "item-7")
+    assert first.flush(timeout=20)
+    first.close()
+    second = open_reporter()
+    second.report("colors", "item-3")
+    assert second.flush(timeout=20)
+    batches = list(sent_reports(collector.faults.posted()).values())
+    (item3_a, item7), (item3_b,) = batches
+    assert item3_a == item3_b  # the same (seed, y): the memo, not a fresh draw
+    assert item3_a != item7  # distinct values have independent randomizations
+    assert second.privacy_spent("colors").lifetime_epsilon == pytest.approx(
+        2 * second._active["colors"].randomizer.oracle.epsilon
+    )
+
+
+def test_rappor_keeps_cohort_and_secret_and_charges_up_to_the_permanent_bound(tmp_path):
+    config = CampaignConfig.from_dict(
+        {"name": "r", "oracle": "rappor", "epsilon": 1.0743, "domain": LABELS}
+    )
+    conn = open_state(tmp_path, (memo.SCHEMA, spool.SCHEMA))
+    randomizer = Randomizer(config, conn, b"k" * 32)
+    oracle = randomizer.oracle
+    assert isinstance(oracle, Rappor)
+    eps1, eps_inf = oracle.epsilon, oracle.permanent_epsilon
+    costs = []
+    for _ in range(6):
+        with transaction(conn):
+            draw = randomizer.draw(conn, 2)
+            randomizer.record(conn, draw)
+        costs.append(draw.cost)
+    expected = [min(r * eps1, eps_inf) - min((r - 1) * eps1, eps_inf) for r in range(1, 7)]
+    assert costs == pytest.approx(expected)
+    assert sum(costs) == pytest.approx(eps_inf) and costs[-1] == 0.0
+    reopened = Randomizer(config, open_state(tmp_path, ()), b"k" * 32)
+    assert reopened._rappor is not None and randomizer._rappor is not None
+    assert reopened._rappor.secret == randomizer._rappor.secret
+    assert reopened._rappor.cohort == randomizer._rappor.cohort
+    assert math.isfinite(eps_inf)
+
+
+def test_memo_cost_rule_for_resent_reports(tmp_path):
+    config = CampaignConfig.from_dict(
+        {"name": "d", "oracle": "de", "epsilon": 1.0, "domain": LABELS}
+    )
+    conn = open_state(tmp_path, (memo.SCHEMA,))
+    randomizer = Randomizer(config, conn, b"k" * 32)
+    draws = []
+    for _ in range(3):
+        with transaction(conn):
+            draw = randomizer.draw(conn, 5)
+            randomizer.record(conn, draw)
+        randomizer.committed(draw)
+        draws.append(draw)
+    assert [d.cost for d in draws] == pytest.approx([1.0, 0.0, 0.0])
+    assert len({d.report for d in draws}) == 1
+    # A fresh process (no in-memory cache) finds the same memo on disk.
+    assert Randomizer(config, conn, b"k" * 32).draw(conn, 5).report == draws[0].report
