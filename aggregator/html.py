@@ -97,17 +97,56 @@ def table_html(report: dict[str, Any]) -> str:
     return f'<table class="items"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def epsilon_used(row: dict[str, Any]) -> str:
+    """A level's epsilon in use, or why it has none."""
+    used = row["epsilon_used"]
+    return "does not report" if used is None else f"{used:.3g}"
+
+
+def levels_table_html(combined: dict[str, Any]) -> str:
+    """The privacy levels of a combined report: epsilons, reports and weights."""
+    head = (
+        "<tr><th>level</th><th>epsilon</th><th>epsilon used</th><th>reports</th>"
+        "<th>weight</th></tr>"
+    )
+    rows = [
+        f'<tr data-level="{escape(row["level"])}"><td>{escape(row["level"])}</td>'
+        f"<td>{row['epsilon']:.3g}</td><td>{epsilon_used(row)}</td><td>{row['n']:,}</td>"
+        f'<td class="weight">{row["weight"]:.3f}</td></tr>'
+        for row in combined["levels"]
+    ]
+    return f'<table class="levels"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def report_heading(report: dict[str, Any]) -> str:
+    """A report's title line (plain text)."""
+    config = f"config {report['config_id']}"
+    if report.get("combined"):
+        strategy = report["combined"]["strategy"]
+        return (
+            f"{report['oracle'].upper()}, combined over privacy levels ({strategy}), "
+            f"n = {report['n']:,} ({config})"
+        )
+    level = f", level {report['level']}" if report["level"] else ""
+    return (
+        f"{report['oracle'].upper()}, epsilon {report['epsilon']:.3g}, "
+        f"n = {report['n']:,} ({config}{level})"
+    )
+
+
 def report_section(report: dict[str, Any]) -> str:
     """One config's report: heading, privacy in words, then chart and table (or the status)."""
-    level = f", level {escape(report['level'])}" if report["level"] else ""
+    kind = ' data-combined="true"' if report.get("combined") else ""
     parts = [
-        f'<section class="report" data-config="{escape(report["config_id"])}">',
-        f"<h2>{report['oracle'].upper()}, epsilon {report['epsilon']:.3g}, "
-        f"n = {report['n']:,} (config {escape(report['config_id'])}{level})</h2>",
+        f'<section class="report" data-config="{escape(report["config_id"])}"'
+        f' data-level="{escape(report["level"])}"{kind}>',
+        f"<h2>{escape(report_heading(report))}</h2>",
         '<div class="privacy">',
         *(f"<p>{escape(sentence)}</p>" for sentence in privacy_sentences(report)),
         "</div>",
     ]
+    if report.get("combined"):
+        parts.append(levels_table_html(report["combined"]))
     if report["status"] == NOT_ENOUGH:
         parts.append(f'<p class="status">{escape(report["message"])}</p>')
     else:

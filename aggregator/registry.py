@@ -25,7 +25,7 @@ class Registry:
     def __init__(self, client: Any) -> None:
         self.client = client
         self._configs: dict[str, CampaignConfig | None] = {}
-        self._oracles: dict[str, FrequencyOracle] = {}
+        self._oracles: dict[tuple[str, str], FrequencyOracle | None] = {}
 
     def campaign_names(self) -> list[str]:
         """All registered campaigns, sorted (retired ones too: their streams still drain)."""
@@ -58,15 +58,18 @@ class Registry:
         return config if config.config_id == config_id else None
 
     def oracle(self, config_id: str, level: str = "") -> FrequencyOracle | None:
-        """The oracle of a config at a privacy level ("" = the config's own oracle)."""
+        """The oracle a config's reports at a privacy level were randomized with ("" = the
+        config's own oracle); None if the config is unknown, does not define that level, or
+        the level does not report (threshold strategy). Entries with no oracle are
+        quarantined: a level is never estimated with the wrong epsilon."""
         config = self.config(config_id)
-        if config is None or level:
-            # Configs define no privacy levels yet: a level we cannot interpret must never be
-            # estimated with the wrong epsilon, so its entries are quarantined instead.
+        # Without levels only "" is defined; with levels, "" is not.
+        if config is None or level not in (config.levels or {"": config.epsilon}):
             return None
-        if config_id not in self._oracles:
-            self._oracles[config_id] = config.build_oracle()
-        return self._oracles[config_id]
+        key = (config_id, level)
+        if key not in self._oracles:
+            self._oracles[key] = config.level_oracle(level)
+        return self._oracles[key]
 
     def shard_count(self, name: str, *config_ids: str) -> int:
         """How many stream shards to read: the most any of these configs (or the current one)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from statistics import NormalDist
@@ -25,6 +26,7 @@ from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
+from ldptel.client.levels import LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.collector import keys
 
@@ -86,16 +88,23 @@ def item_statistics(
 ) -> dict[str, NDArray[Any]]:
     """Per item: estimate, variance, stderr, CI bounds, consistent estimate, and the
     significance threshold with the flag."""
-    estimate = oracle.estimate(support, n)
+    return estimate_statistics(oracle.estimate(support, n), oracle.variance, n, options)
+
+
+def estimate_statistics(
+    estimate: NDArray[np.float64],
+    variance_of: Callable[[int, NDArray[np.float64] | None], NDArray[np.float64]],
+    n: int,
+    options: ReportOptions,
+) -> dict[str, NDArray[Any]]:
+    """item_statistics of unbiased estimates whose exact variance is variance_of(n, f)."""
     # The f_v term of the variance uses the (clipped) estimated frequency of the item.
     frequencies = np.clip(estimate / n, 0.0, 1.0)
-    variance = oracle.variance(n, frequencies)
+    variance = variance_of(n, frequencies)
     stderr = np.sqrt(variance)
     z_ci = NormalDist().inv_cdf(0.5 + options.confidence / 2)
     # Significance tests f_v = 0, so it uses the variance under that null hypothesis.
-    threshold = significance_z(oracle.domain_size, options.false_flags) * np.sqrt(
-        oracle.variance(n, None)
-    )
+    threshold = significance_z(estimate.size, options.false_flags) * np.sqrt(variance_of(n, None))
     return {
         "estimate": estimate,
         "variance": variance,
@@ -125,6 +134,8 @@ def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> 
 def privacy_sentences(report: dict[str, Any]) -> list[str]:
     """The privacy parameters of a report in plain words."""
     privacy = report["privacy"]
+    if "levels" in privacy:
+        return level_privacy_sentences(report)
     eps = privacy["local_epsilon"]
     lines = [
         f"Every report was randomized on the user's device with the {report['oracle'].upper()} "
@@ -150,6 +161,49 @@ def privacy_sentences(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def level_privacy_sentences(report: dict[str, Any]) -> list[str]:
+    """The privacy of a report combined over privacy levels, in plain words."""
+    combined = report["combined"]
+    rows = combined["levels"]
+    declared = ", ".join(f"{row['level']} {row['epsilon']:.3g}" for row in rows)
+    lines = [
+        f"Each user chose a privacy level ({declared}); every report was randomized on the "
+        f"user's device with the {report['oracle'].upper()} oracle (local differential "
+        "privacy) at an epsilon no larger than its level's."
+    ]
+    if combined["strategy"] == "minimum":
+        lines.append(
+            f"Strategy minimum: every level reported at the smallest epsilon, "
+            f"{report['epsilon']:.3g}."
+        )
+    elif combined["strategy"] == "threshold":
+        lines.append(
+            f"Strategy threshold: levels with epsilon below t = {combined['threshold']:.3g} "
+            "did not report; the others reported at epsilon t. Estimates cover the users who "
+            "reported."
+        )
+    weights = ", ".join(f"{row['level']} {row['weight']:.3g}" for row in rows if row["n"])
+    if weights:
+        lines.append(
+            f"The levels' estimates are combined with inverse-variance weights ({weights}), "
+            f"assuming {combined['assumption']}."
+        )
+    amplified = [
+        f"{level} ({central['epsilon']:.3g}, {central['delta']:.1g})"
+        for level, section in report["privacy"]["levels"].items()
+        if (central := section.get("central")) and central["applies"]
+    ]
+    if amplified:
+        lines.append(
+            "The collector keeps no identifying metadata, so each level's reports reach the "
+            "analyst as an anonymous multiset, and a user's data touches only their level's "
+            "multiset: by amplification by shuffling (Feldman, McMillan, Talwar 2021) these "
+            "levels' users are also centrally (epsilon, delta)-private: "
+            f"{', '.join(amplified)}."
+        )
+    return lines
+
+
 def _window(start: int, seconds: int) -> dict[str, Any]:
     return {
         "start": iso(start),
@@ -157,6 +211,57 @@ def _window(start: int, seconds: int) -> dict[str, Any]:
         "start_unix": start,
         "seconds": seconds,
     }
+
+
+def _head(
+    config: CampaignConfig,
+    state: StateKey,
+    oracle: str,
+    epsilon: float,
+    n: int,
+    options: ReportOptions,
+    built_at: float | None,
+) -> dict[str, Any]:
+    """The fields every report has, before privacy and items."""
+    return {
+        "campaign": config.name,
+        "config_id": state.config_id,
+        "level": state.level,
+        "oracle": oracle,
+        "epsilon": epsilon,
+        "n": n,
+        "window": _window(state.window, config.window_seconds),
+        "built_at": iso(time.time() if built_at is None else built_at),
+        "status": OK,
+        "message": "",
+        "min_reports": options.min_reports,
+        "confidence": options.confidence,
+        "consistency": ALIASES.get(options.consistency, options.consistency),
+        "significance": {
+            "z": significance_z(config.domain_size, options.false_flags),
+            "expected_false_flags": options.false_flags,
+            "rule": "estimate > threshold = z * stderr under f = 0 (one-sided, Bonferroni)",
+        },
+    }
+
+
+def _not_enough(report: dict[str, Any]) -> bool:
+    """Mark a report with too few reports; True if it was."""
+    if report["n"] >= report["min_reports"]:
+        return False
+    report["status"] = NOT_ENOUGH
+    report["message"] = (
+        f"not enough reports: n = {report['n']} < {report['min_reports']}, too few for estimates"
+    )
+    return True
+
+
+def _items(config: CampaignConfig, stats: dict[str, NDArray[Any]]) -> list[dict[str, Any]]:
+    columns = {name: values.tolist() for name, values in stats.items()}
+    return [
+        {"item": label, "index": index, **{name: columns[name][index] for name in columns}}
+        for index, label in enumerate(config.domain)
+    ]
 
 
 def build_report(
@@ -169,41 +274,100 @@ def build_report(
     built_at: float | None = None,
 ) -> dict[str, Any]:
     """The report (a JSON-ready dict) of one state's merged n and support."""
-    report: dict[str, Any] = {
-        "campaign": config.name,
-        "config_id": state.config_id,
-        "level": state.level,
-        "oracle": oracle.name,
-        "epsilon": oracle.epsilon,
-        "n": n,
-        "window": _window(state.window, config.window_seconds),
-        "built_at": iso(time.time() if built_at is None else built_at),
-        "status": OK,
-        "message": "",
-        "min_reports": options.min_reports,
-        "confidence": options.confidence,
-        "consistency": ALIASES.get(options.consistency, options.consistency),
-        "significance": {
-            "z": significance_z(oracle.domain_size, options.false_flags),
-            "expected_false_flags": options.false_flags,
-            "rule": "estimate > threshold = z * stderr under f = 0 (one-sided, Bonferroni)",
-        },
-        "privacy": privacy_section(config, oracle, n),
-        "items": [],
-    }
-    if n < options.min_reports:
-        report["status"] = NOT_ENOUGH
-        report["message"] = (
-            f"not enough reports: n = {n} < {options.min_reports}, too few for estimates"
-        )
-        return report
-    stats = item_statistics(oracle, support, n, options)
-    columns = {name: values.tolist() for name, values in stats.items()}
-    report["items"] = [
-        {"item": label, "index": index, **{name: columns[name][index] for name in columns}}
-        for index, label in enumerate(config.domain)
-    ]
+    report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at)
+    report["privacy"] = privacy_section(config, oracle, n)
+    report["items"] = []
+    if not _not_enough(report):
+        report["items"] = _items(config, item_statistics(oracle, support, n, options))
     return report
+
+
+COMBINATION = (
+    "per-level unbiased estimates combined with inverse-variance weights (the "
+    "minimum-variance unbiased linear combination; weights from each level's f_v-free variance)"
+)
+ASSUMPTION = "the users of every level share one distribution of values"
+
+
+def combined_report(
+    config: CampaignConfig,
+    state: StateKey,
+    parts: list[LevelPart],
+    levels: list[dict[str, Any]],
+    options: ReportOptions,
+    built_at: float | None = None,
+) -> dict[str, Any]:
+    """The estimate of a config with privacy levels, combined over its levels (`parts`, the
+    levels with reports); `levels` are the rows of the levels table, weights filled in here."""
+    n = sum(part.n for part in parts)
+    epsilons = [row["epsilon_used"] for row in levels if row["epsilon_used"] is not None]
+    # `epsilon` of a combined report: the largest any of its reports used (the weakest).
+    report = _head(config, state, config.oracle, max(epsilons), n, options, built_at)
+    combination = combine(parts) if parts else None
+    for row in levels:
+        weight = None if combination is None else combination.weights.get(row["level"])
+        # The weight is the same for every item when the f_v-free variance is (pure oracles).
+        row["weight"] = 0.0 if weight is None else float(np.mean(weight))
+    report["combined"] = {
+        "strategy": config.level_strategy,
+        "threshold": config.level_threshold,
+        "method": COMBINATION,
+        "assumption": ASSUMPTION,
+        "levels": levels,
+    }
+    per_level = {part.level: privacy_section(config, part.oracle, part.n) for part in parts}
+    report["privacy"] = {
+        "local_epsilon": max(epsilons),
+        "reports_per_window": config.reports_per_window,
+        "user_epsilon_per_window": max(epsilons) * config.reports_per_window,
+        "lifetime_epsilon": config.lifetime_epsilon,
+        "central": None,
+        "levels": per_level,
+    }
+    report["items"] = []
+    if not _not_enough(report):
+        assert combination is not None  # n >= min_reports >= 1
+        stats = estimate_statistics(
+            combination.estimate, lambda _n, f: combination.variance(f), n, options
+        )
+        report["items"] = _items(config, stats)
+    return report
+
+
+def level_reports(
+    client: Any,
+    registry: Registry,
+    name: str,
+    config_id: str,
+    window: int,
+    options: ReportOptions,
+    built_at: float | None = None,
+) -> list[dict[str, Any]]:
+    """A config with privacy levels: the combined report first, then one report per level
+    that has reports in the window."""
+    config = registry.config(config_id)
+    assert config is not None and config.levels
+    shards = window_shards(registry, name)
+    parts, rows, reports = [], [], []
+    for level in sorted(config.levels, key=lambda level: (config.levels[level], level)):
+        oracle = registry.oracle(config_id, level)
+        n = 0
+        if oracle is not None:  # None: the level does not report (threshold strategy)
+            state = StateKey(window, config_id, level)
+            n, support = read_state(client, name, shards, state, oracle.support_size)
+            if n:
+                parts.append(LevelPart(level, oracle, n, oracle.estimate(support, n)))
+                reports.append(build_report(config, oracle, state, n, support, options, built_at))
+        rows.append(
+            {
+                "level": level,
+                "epsilon": config.levels[level],
+                "epsilon_used": None if oracle is None else oracle.epsilon,
+                "n": n,
+            }
+        )
+    state = StateKey(window, config_id, "")
+    return [combined_report(config, state, parts, rows, options, built_at), *reports]
 
 
 def window_shards(registry: Registry, name: str) -> range:
@@ -218,8 +382,9 @@ def build_window(
     options: ReportOptions | None = None,
     built_at: float | None = None,
 ) -> dict[str, Any]:
-    """The window document: one report per (config, level) with state in `window`; an empty
-    window gives one "not enough reports" report for the campaign's current config."""
+    """The window document: one report per (config, level) with state in `window`, and for
+    a config with privacy levels their combined report before them; an empty window gives
+    "not enough reports" for the campaign's current config."""
     options = options or ReportOptions()
     built_at = time.time() if built_at is None else built_at
     shards = window_shards(registry, name)
@@ -230,13 +395,17 @@ def build_window(
             raise ParameterError("campaign", f"unknown campaign {name!r}")
         states = [StateKey(window, config_id, "")]
     reports = []
-    for state in states:
-        config = registry.config(state.config_id)
-        oracle = registry.oracle(state.config_id, state.level)
-        if config is None or oracle is None:
-            continue  # never written: the worker quarantines entries it cannot interpret
-        n, support = read_state(client, name, shards, state, oracle.support_size)
-        reports.append(build_report(config, oracle, state, n, support, options, built_at))
+    for config_id in sorted({state.config_id for state in states}):
+        config = registry.config(config_id)
+        if config is not None and config.levels:
+            reports += level_reports(client, registry, name, config_id, window, options, built_at)
+            continue
+        for state in (s for s in states if s.config_id == config_id):
+            oracle = registry.oracle(state.config_id, state.level)
+            if config is None or oracle is None:
+                continue  # never written: the worker quarantines entries it cannot interpret
+            n, support = read_state(client, name, shards, state, oracle.support_size)
+            reports.append(build_report(config, oracle, state, n, support, options, built_at))
     seconds = reports[0]["window"]["seconds"] if reports else 0
     return {
         "campaign": name,

@@ -13,17 +13,52 @@ def _number(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def levels_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The privacy levels of a combined report as aligned lines."""
+    table = [["level", "epsilon", "epsilon used", "reports", "weight"]] + [
+        [
+            row["level"],
+            f"{row['epsilon']:.3g}",
+            "does not report" if row["epsilon_used"] is None else f"{row['epsilon_used']:.3g}",
+            f"{row['n']:,}",
+            f"{row['weight']:.3f}",
+        ]
+        for row in rows
+    ]
+    return aligned(table)
+
+
+def aligned(table: list[list[str]]) -> list[str]:
+    """Rows of cells as lines: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
+    return [
+        "  ".join(
+            [row[0].ljust(widths[0])]
+            + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        ).rstrip()
+        for row in table
+    ]
+
+
 def format_report(report: dict[str, Any], true_counts: Sequence[int] | None = None) -> str:
     """One report: a header, the privacy guarantee in words, and the items by estimate."""
     window = report["window"]
+    combined = report.get("combined")
+    epsilon = (
+        f"combined over privacy levels ({combined['strategy']})"
+        if combined
+        else f"epsilon {report['epsilon']:.3g}"
+    )
     lines = [
         f"campaign {report['campaign']}  config {report['config_id']}"
         + (f"  level {report['level']}" if report["level"] else ""),
         f"window {window['start']} .. {window['end']}  n = {report['n']:,}  "
-        f"oracle {report['oracle']}  epsilon {report['epsilon']:.3g}  built {report['built_at']}",
+        f"oracle {report['oracle']}  {epsilon}  built {report['built_at']}",
     ]
     for sentence in privacy_sentences(report):
         lines += textwrap.wrap(sentence, 96, initial_indent="  ", subsequent_indent="  ")
+    if combined:
+        lines += ["", *levels_table(combined["levels"])]
     if report["status"] == NOT_ENOUGH:
         return "\n".join([*lines, "", report["message"]])
     confidence = f"{report['confidence']:.0%} CI"
@@ -43,12 +78,8 @@ def format_report(report: dict[str, Any], true_counts: Sequence[int] | None = No
         if true_counts is not None:
             row.append(_number(true_counts[item["index"]]))
         rows.append(row)
-    widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
-    for number, row in enumerate([header, *rows]):
-        cells = [row[0].ljust(widths[0])] + [
-            cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)
-        ]
-        lines.append(("" if number else "\n") + "  ".join(cells).rstrip())
+    first, *rest = aligned([header, *rows])
+    lines += ["\n" + first, *rest]
     flagged = sum(item["significant"] for item in report["items"])
     lines.append(
         f"\n* {flagged} of {len(report['items'])} items significantly above zero "
