@@ -10,6 +10,11 @@ T independent repetitions of the same known counts through the oracle's own code
   independent and normal). The T values Q_t are iid, so the mean of Q lies within
   z_limit standard errors (from Q's own sample spread, which stays valid when items are
   correlated, as for DE or OLH) of d.
+
+Single-oracle tests use two simpler forms: one large simulation with every item's error in
+its own exact standard errors (`z_scores`, |z| < Z_LIMIT: with d <= 64 items a correct oracle
+fails with probability < 64 * 6.3e-5), and per-item sample variances over T repetitions inside
+the chi-square(T-1) interval at level VARIANCE_ALPHA / d (`variance_ratios`, Bonferroni).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from ldptel.client.simulation import item_probabilities
 
 ALPHA = 1e-3
 Z_LIMIT = 4.0
+VARIANCE_ALPHA = 1e-4
+Seed = int | np.random.Generator
 
 
 def known_counts(n: int, domain_size: int) -> NDArray[np.int64]:
@@ -59,7 +66,7 @@ class Repetitions:
 
 
 def repeat_estimates(
-    oracle: FrequencyOracle, counts: NDArray[np.int64], trials: int, seed: int
+    oracle: FrequencyOracle, counts: NDArray[np.int64], trials: int, seed: Seed
 ) -> Repetitions:
     """Perturb T copies of the counts in one batch; estimate each copy from its support."""
     rng = np.random.default_rng(seed)
@@ -82,6 +89,11 @@ def bias_z(reps: Repetitions) -> NDArray[np.float64]:
     return z
 
 
+def z_scores(oracle: FrequencyOracle, counts: NDArray[np.int64], seed: Seed) -> NDArray[np.float64]:
+    """(estimate - true count) / exact standard error, per item, from one simulation."""
+    return bias_z(repeat_estimates(oracle, counts, 1, seed))
+
+
 def check_unbiased(reps: Repetitions, alpha: float = ALPHA) -> None:
     z = bias_z(reps)
     limit = stats.norm.isf(alpha / (2 * z.size))
@@ -97,6 +109,19 @@ def variance_ratio(reps: Repetitions) -> tuple[float, float]:
     d = reps.counts.size
     z = (q.mean() - d) / (q.std(ddof=1) / np.sqrt(reps.trials))
     return float(q.mean() / d), float(z)
+
+
+def variance_ratios(
+    oracle: FrequencyOracle, counts: NDArray[np.int64], trials: int, seed: Seed
+) -> tuple[NDArray[np.float64], tuple[float, float]]:
+    """Per item: sample variance of `trials` estimates / exact variance, and the interval
+    a correct oracle's ratios stay in (chi-square, Bonferroni over items)."""
+    reps = repeat_estimates(oracle, counts, trials, seed)
+    ratios: NDArray[np.float64] = reps.estimates.var(axis=0, ddof=1) / reps.variance
+    alpha = VARIANCE_ALPHA / counts.size
+    low = stats.chi2.ppf(alpha / 2, trials - 1) / (trials - 1)
+    high = stats.chi2.ppf(1 - alpha / 2, trials - 1) / (trials - 1)
+    return ratios, (float(low), float(high))
 
 
 def check_variance(reps: Repetitions, z_limit: float = Z_LIMIT) -> None:
@@ -126,7 +151,7 @@ def miscalibrated(
 
 
 def event_z(
-    oracle: FrequencyOracle, value: int, other: int, samples: int, seed: int
+    oracle: FrequencyOracle, value: int, other: int, samples: int, seed: Seed
 ) -> NDArray[np.float64]:
     """Per audit event: observed count from `perturb_batch` vs its exact probability, in
     binomial standard errors (the exact audit trusts those probabilities)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from oracle_stats import Z_LIMIT, event_frequency_z
+from contract_checks import Z_LIMIT, event_z
 from scipy import stats
 
 from ldptel.client.audit import exact_audit
@@ -91,7 +91,7 @@ def test_exact_audit_measures_the_one_report_epsilon() -> None:
 def test_audit_events_agree_with_their_exact_probabilities() -> None:
     oracle = google(domain_size=6)
     for v, w in [(1, 4), (4, 1)]:
-        z = event_frequency_z(oracle, v, w, 60_000, np.random.default_rng(31))
+        z = event_z(oracle, v, w, 60_000, np.random.default_rng(31))
         assert np.max(np.abs(z)) < Z_LIMIT, z
 
 
@@ -105,7 +105,7 @@ def test_the_audit_event_check_catches_a_prr_that_ignores_f() -> None:
             }
 
     oracle = NoPermanentNoise(epsilon=GOOGLE_EPSILON, domain_size=6, **GOOGLE)  # type: ignore[arg-type]
-    z = event_frequency_z(oracle, 1, 4, 60_000, np.random.default_rng(31))
+    z = event_z(oracle, 1, 4, 60_000, np.random.default_rng(31))
     assert np.max(np.abs(z)) > Z_LIMIT
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from contract_checks import Z_LIMIT, variance_ratios, z_scores
 from numpy.typing import NDArray
-from oracle_stats import Z_LIMIT, variance_ratios, z_scores
 
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.she import SummationHistogramEncoding
