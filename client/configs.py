@@ -57,7 +57,7 @@ def load(state_dir: Path, name: str) -> Known | None:
 def store(state_dir: Path, name: str, known: Known) -> None:
     """Cache the campaign's state (atomically: a crash leaves the old file or the new)."""
     path = _path(state_dir, name)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     config = None if known.config is None else known.config.to_dict()
     data = {"status": known.status, "fetched_at": known.fetched_at, "config": config}
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
