@@ -128,7 +128,7 @@ class Reporter:
         self._batch_limit = self.settings.batch_size
         self._last_error: str | None = None
         _LIVE.add(self)
-        if self._stale:
+        if self._stale or spool.rows(self._conn) > 0:  # left from an earlier run: send it
             self._start_sender()
 
     def _new_sync_objects(self) -> None:
@@ -150,6 +150,10 @@ class Reporter:
         active = self._campaign(campaign)
         if active is None:
             return False
+        if active.config.levels:  # its batches would need a level (ldptel.client.levels)
+            raise CampaignUnavailableError(
+                "campaign", "declares privacy levels, which this Reporter does not support yet"
+            )
         randomizer = active.randomizer
         index = self._index_of(active.config, randomizer, value)
         now = time.time()
