@@ -19,10 +19,12 @@ from ldptel.client.oracles.base import check_epsilon, check_int
 from ldptel.client.simulation import build_oracle
 
 
-def add_oracle_arguments(parser: argparse.ArgumentParser) -> None:
+def add_oracle_arguments(parser: argparse.ArgumentParser, *, epsilon_required: bool = True) -> None:
     """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand."""
     parser.add_argument("--oracle", required=True, help="oracle name (de, sue, oue, olh, ...)")
-    parser.add_argument("--epsilon", required=True, metavar="E", help="privacy budget, > 0")
+    parser.add_argument(
+        "--epsilon", required=epsilon_required, metavar="E", help="privacy budget, > 0"
+    )
     parser.add_argument("--domain-size", required=True, metavar="D", help="number of items, >= 2")
     parser.add_argument(
         "--param",

@@ -10,13 +10,15 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
+from ldptel.client.levels import Combination, LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.base import check_epsilon, check_int
 
@@ -182,3 +184,104 @@ def plan(oracle: FrequencyOracle, target_stderr: float) -> Plan:
         variance_worst=worst,
         variance_rare=float(np.max(oracle.variance(1, np.zeros(d)))),
     )
+
+
+# -- personalized privacy (ldptel.client.levels) -----------------------------------------
+
+
+def split_users(n: int, fractions: Mapping[str, float]) -> dict[str, int]:
+    """n users split by level fractions (summing to 1), by largest remainder so the parts
+    sum to n exactly."""
+    n = check_int(n, "n", 0)
+    exact = {level: n * fraction for level, fraction in fractions.items()}
+    parts = {level: math.floor(share) for level, share in exact.items()}
+    by_remainder = sorted(exact, key=lambda level: parts[level] - exact[level])
+    for level in by_remainder[: n - sum(parts.values())]:
+        parts[level] += 1
+    return parts
+
+
+@dataclass(frozen=True)
+class LevelSimulation:
+    """True counts per level, and the combination of the reporting levels' estimates."""
+
+    counts: dict[str, NDArray[np.int64]]
+    combination: Combination
+
+    @property
+    def reporting_counts(self) -> NDArray[np.int64]:
+        """True counts of the users whose level reports (what the estimate estimates)."""
+        total = np.zeros_like(next(iter(self.counts.values())))
+        for part in self.combination.parts:
+            total += self.counts[part.level]
+        return total
+
+
+def simulate_levels(
+    config: CampaignConfig, counts: Mapping[str, NDArray[np.int64]], rng: np.random.Generator
+) -> LevelSimulation:
+    """counts[level][v] users of each level holding v, each reporting as the config's level
+    rule says (`CampaignConfig.level_oracle`), estimated and combined as the aggregator does."""
+    parts = []
+    for level, level_counts in counts.items():
+        oracle = config.level_oracle(level)
+        n = int(np.sum(level_counts))
+        if oracle is None or n == 0:  # a level that does not report, or has no users
+            continue
+        support = simulate_support(oracle, level_counts, rng)
+        parts.append(LevelPart(level, oracle, n, oracle.estimate(support, n)))
+    return LevelSimulation(dict(counts), combine(parts))
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    """A level strategy's cost for a mix of levels, from the exact (f_v = 0) variances."""
+
+    strategy: str
+    threshold: float | None
+    #: The epsilon each level reports with (None: does not report).
+    epsilons: dict[str, float | None]
+    reporting_fraction: float
+    #: N * Var(estimated frequency) of the worst item for N users: stderr = sqrt(v / N).
+    variance_per_user: float
+
+    def stderr(self, n: int) -> float:
+        """Standard error of an item's estimated frequency with n users (all levels)."""
+        return math.sqrt(self.variance_per_user / n)
+
+    def users(self, target_stderr: float) -> int:
+        """Users (all levels) needed for a frequency stderr <= target_stderr."""
+        return _users(self.variance_per_user, target_stderr)
+
+
+def plan_levels(config: CampaignConfig, fractions: Mapping[str, float]) -> list[StrategyPlan]:
+    """Every level strategy for a config's levels and their fractions of users: optimal,
+    minimum, and threshold at each level epsilon above the smallest (other thresholds are
+    dominated). With N users, n_l = N pi_l and the combination's Var(f^) =
+    1 / sum_l (n_l / V_l) (ldptel.client.levels.combine), V_l the per-report variance."""
+    smallest = min(config.levels.values())
+    choices = [("optimal", None), ("minimum", None)] + [
+        ("threshold", t) for t in sorted(set(config.levels.values())) if t > smallest
+    ]
+    plans = []
+    for strategy, threshold in choices:
+        variant = replace(config, level_strategy=strategy, level_threshold=threshold)
+        precision = np.zeros(config.domain_size)
+        epsilons: dict[str, float | None] = {}
+        for level, fraction in fractions.items():
+            oracle = variant.level_oracle(level)
+            epsilons[level] = None if oracle is None else oracle.epsilon
+            if oracle is not None:
+                precision += fraction / oracle.variance(1, None)
+        plans.append(
+            StrategyPlan(
+                strategy=strategy,
+                threshold=threshold,
+                epsilons=epsilons,
+                reporting_fraction=sum(
+                    f for level, f in fractions.items() if epsilons[level] is not None
+                ),
+                variance_per_user=float(np.max(1.0 / precision)),
+            )
+        )
+    return plans
