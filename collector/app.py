@@ -56,9 +56,12 @@ class Collector:
         self.config = config
         self.redis = connect(config)
         self.registry = Registry(self.redis, cache_seconds=config.registry_cache_seconds)
-        self.auth = IngestAuth(self.redis, RateLimit(config.rate_limit, config.rate_limit_seconds))
+        self.auth = IngestAuth(self.redis, cache_seconds=config.token_cache_seconds)
         self.ingestor = Ingestor(
-            self.redis, self.registry, idempotency_seconds=config.idempotency_seconds
+            self.redis,
+            self.registry,
+            idempotency_seconds=config.idempotency_seconds,
+            rate_limit=RateLimit(config.rate_limit, config.rate_limit_seconds),
         )
         self.openapi = resources.files("ldptel.collector").joinpath("openapi.yaml").read_bytes()
 
@@ -277,11 +280,11 @@ def _register_reports(app: Flask) -> None:
             collector.config.max_body_bytes,
         )
         key = check_idempotency_key(request.headers.get("Idempotency-Key"))
-        collector.auth.app_of(request.headers.get("Authorization"))
+        caller = collector.auth.caller(request.headers.get("Authorization"))
         batch = parse_batch(collector.json_body(), collector.config.max_reports_per_batch)
         log.update(campaign=batch.campaign, reports=len(batch.reports))
         try:
-            stored = collector.ingestor.store(batch, key)
+            stored = collector.ingestor.store(batch, key, caller.token_hash)
         except ApiError as error:
             metrics.REPORTS_REJECTED.labels(error.code).inc(len(batch.reports))
             raise

@@ -1,5 +1,6 @@
 """Ingest tokens (one per app, stored only as SHA-256), the admin token, and the per-token
-rate limit. Tokens are compared as digests with `hmac.compare_digest`."""
+rate limit (counted by the ingest script). Tokens are compared as digests with
+`hmac.compare_digest`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hmac
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,16 +19,9 @@ from ldptel.collector.errors import ApiError
 
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,256}$")
 
-# Authenticate and count in one round trip; both keys share the {token:<hash>} hash tag.
-# Fixed windows: INCR, and EXPIRE on the first request of a window.
-_AUTHORIZE = """
-local record = redis.call('HMGET', KEYS[1], 'app', 'sha256')
-if not record[1] then return {'', '', 0} end
-if tonumber(ARGV[1]) == 0 then return {record[1], record[2], 0} end
-local count = redis.call('INCR', KEYS[2])
-if count == 1 then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
-return {record[1], record[2], count}
-"""
+#: Cap on cached tokens per process; past it, expired entries are dropped (only tokens found
+#: in Redis are cached, so the cache cannot be flooded with made-up ones).
+MAX_CACHED_TOKENS = 10_000
 
 
 def token_hash(token: str) -> str:
@@ -85,41 +80,78 @@ def check_admin(authorization: str | None, admin_token: str | None) -> None:
 
 @dataclass(frozen=True)
 class RateLimit:
-    """At most `limit` requests per `seconds` per token (limit 0 = unlimited)."""
+    """At most `limit` requests per `seconds` per token and campaign (limit 0 = unlimited).
+
+    Counted per campaign shard, `ceil(limit / shards)` each, inside the ingest script (one
+    round trip, Redis Cluster-safe). A batch's shard is a hash of its random idempotency key,
+    so a token's requests spread evenly over the shards.
+    """
 
     limit: int
     seconds: int
 
+    def window(self, now: float) -> int:
+        return int(now) // self.seconds
+
+    def per_shard(self, shards: int) -> int:
+        return -(-self.limit // shards)
+
+    def exceeded(self, now: float) -> ApiError:
+        """The 429 answer, with Retry-After = seconds until the next window."""
+        retry_after = max(1, (self.window(now) + 1) * self.seconds - int(now))
+        return ApiError(
+            429,
+            "Authorization",
+            f"rate limit of {self.limit} requests per {self.seconds} s exceeded",
+            code="rate_limited",
+            headers={"Retry-After": str(retry_after)},
+        )
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request: the app of its ingest token, and the token's SHA-256 (hex)."""
+
+    app: str
+    token_hash: str
+
 
 class IngestAuth:
-    """Checks an ingest token and counts it against the rate limit, in one round trip."""
+    """Checks ingest tokens against Redis (one HMGET).
 
-    def __init__(self, redis: Any, rate_limit: RateLimit) -> None:
-        self.rate_limit = rate_limit
-        self._authorize = redis.register_script(_AUTHORIZE)
+    A token found in Redis is trusted for `cache_seconds` by this process without asking
+    again, so a revocation takes effect on every worker within that time. Unknown tokens are
+    never cached.
+    """
 
-    def app_of(self, authorization: str | None) -> str:
-        """The app whose token the Authorization header carries; raises 401/403/429."""
-        token = bearer_token(authorization)
-        digest = token_hash(token)
-        now = time.time()
-        window = int(now) // self.rate_limit.seconds
-        app, stored, count = self._authorize(
-            keys=[keys.token(digest), keys.rate(digest, window)],
-            args=[self.rate_limit.limit, self.rate_limit.seconds + 1],
-        )
+    def __init__(
+        self,
+        redis: Any,
+        *,
+        cache_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.redis = redis
+        self.cache_seconds = cache_seconds
+        self.clock = clock
+        self._known: dict[str, tuple[float, str]] = {}
+
+    def caller(self, authorization: str | None) -> Caller:
+        """The caller whose token the Authorization header carries; raises 401/403."""
+        digest = token_hash(bearer_token(authorization))
+        now = self.clock()
+        cached = self._known.get(digest)
+        if cached is not None and cached[0] > now:
+            return Caller(cached[1], digest)
+        app, stored = self.redis.hmget(keys.token(digest), "app", "sha256")
         # The lookup is by digest already; comparing the stored digest in constant time
         # guards against a record filed under the wrong key.
-        if not app or not hmac.compare_digest(stored, digest.encode()):
+        if app is None or stored is None or not hmac.compare_digest(stored, digest.encode()):
+            self._known.pop(digest, None)
             raise ApiError(403, "Authorization", "unknown ingest token", code="forbidden")
-        if self.rate_limit.limit and count > self.rate_limit.limit:
-            retry_after = max(1, (window + 1) * self.rate_limit.seconds - int(now))
-            raise ApiError(
-                429,
-                "Authorization",
-                f"rate limit of {self.rate_limit.limit} requests per "
-                f"{self.rate_limit.seconds} s exceeded",
-                code="rate_limited",
-                headers={"Retry-After": str(retry_after)},
-            )
-        return str(app.decode())
+        name = str(app.decode())
+        if self.cache_seconds > 0:
+            if len(self._known) >= MAX_CACHED_TOKENS:
+                self._known = {k: v for k, v in self._known.items() if v[0] > now}
+            self._known[digest] = (now + self.cache_seconds, name)
+        return Caller(name, digest)

