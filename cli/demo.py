@@ -55,10 +55,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zipf-exponent", type=float, default=1.1, metavar="S")
     parser.add_argument("--seed", type=int, default=2024, help="simulation seed (default 2024)")
     parser.add_argument(
+        "--sdk-users",
+        type=int,
+        default=100,
+        metavar="K",
+        help="how many of the users report through the client SDK (default 100)",
+    )
+    parser.add_argument(
         "--html",
-        default="ldptel-demo-report.html",
+        default=".ldptel/demo-report.html",
         metavar="FILE",
-        help="where to write the HTML report (default ./ldptel-demo-report.html)",
+        help="where to write the HTML report (default ./.ldptel/demo-report.html)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -129,34 +136,17 @@ def serve(app: Any) -> Iterator[str]:
         thread.join(5)
 
 
-class DemoClient:
-    """What an app's users do: fetch the config, randomize, POST batches (idempotently)."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        import requests
-
-        self.base_url = base_url
-        self.token = token
-        self.local = threading.local()
-        self.requests = requests
-
-    def session(self) -> Any:
-        if not hasattr(self.local, "session"):
-            self.local.session = self.requests.Session()
-            self.local.session.headers["Authorization"] = f"Bearer {self.token}"
-        return self.local.session
-
-    def post_batch(self, body: dict[str, Any]) -> int:
-        key = uuid.uuid4().hex
-        for _attempt in range(3):  # a retry with the same key is stored once
-            response = self.session().post(
-                f"{self.base_url}/v1/reports", json=body, headers={"Idempotency-Key": key}
-            )
-            if response.status_code == 202:
-                return int(response.json()["accepted"])
-            if response.status_code not in (429, 503):
-                break
-        raise ParameterError("collector", f"batch rejected: {response.status_code} {response.text}")
+def post_batch(transport: Any, campaign: str, config_id: str, reports: list[str]) -> int:
+    """POST one batch through the SDK's transport; a retry reuses the idempotency key."""
+    key = uuid.uuid4().hex
+    for attempt in range(5):
+        outcome = transport.post_batch(campaign, config_id, key, reports)
+        if outcome.verdict == "delivered":
+            return len(reports)
+        if outcome.verdict != "retry":
+            break
+        time.sleep(0.05 * 2**attempt)
+    raise ParameterError("collector", f"batch rejected: {outcome.status} {outcome.reason}")
 
 
 def admin_post(base_url: str, path: str, admin_token: str, body: dict[str, Any]) -> Any:
@@ -171,27 +161,28 @@ def admin_post(base_url: str, path: str, admin_token: str, body: dict[str, Any])
 
 
 def post_reports(
-    client: DemoClient, config: dict[str, Any], values: Any, seed: int, stage: Stage
+    base_url: str, token: str, config: dict[str, Any], values: Any, seed: int, stage: Stage
 ) -> int:
-    """Simulated users randomize their values and post them in batches from a few threads."""
+    """Simulated users randomize their values and post them in batches from a few threads
+    (vectorized: one oracle call per batch; a real app would use the Reporter)."""
     from ldptel.client.campaign import CampaignConfig
+    from ldptel.client.transport import Transport
 
     oracle = CampaignConfig.from_dict(
         {k: v for k, v in config.items() if k != "config_id"}
     ).build_oracle()
     starts = range(0, len(values), BATCH)
     seeds = np.random.SeedSequence(seed).spawn(len(starts))
+    local = threading.local()
 
     def send(start: int, seed_sequence: np.random.SeedSequence) -> int:
+        if not hasattr(local, "transport"):
+            local.transport = Transport(base_url, token, timeout=30.0)
         # Real clients draw from the OS CSPRNG; the simulation is seeded to be repeatable.
         rng = np.random.default_rng(seed_sequence)
         batch = oracle.perturb_batch(values[start : start + BATCH], rng)
-        body = {
-            "campaign": config["name"],
-            "config_id": config["config_id"],
-            "reports": oracle.encode(batch),
-        }
-        accepted = client.post_batch(body)
+        reports = [json.dumps(r, separators=(",", ":")) for r in oracle.encode(batch)]
+        accepted = post_batch(local.transport, config["name"], config["config_id"], reports)
         stage.advance(accepted)
         return accepted
 
@@ -205,9 +196,33 @@ def post_reports(
             raise
 
 
+def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stage) -> None:
+    """Users who report through the real client SDK: one Reporter per user, each with its own
+    state directory (ledger, memo, spool), exactly as an app install would."""
+    import tempfile
+
+    from ldptel.client import Reporter
+
+    def one_user(root: str, user: int, label: str) -> None:
+        with Reporter(base_url, token, state_dir=Path(root) / str(user)) as reporter:
+            reporter.report(CAMPAIGN, label)
+            if not reporter.flush(timeout=30):
+                raise ParameterError("collector", f"user {user}'s report was not delivered")
+        stage.advance()
+
+    with (
+        tempfile.TemporaryDirectory(prefix="ldptel-demo-users-") as root,
+        ThreadPoolExecutor(THREADS) as pool,
+    ):
+        for future in [pool.submit(one_user, root, u, label) for u, label in enumerate(labels)]:
+            future.result()
+
+
 def run(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise ParameterError("n", "must be >= 1")
+    if not 0 <= args.sdk_users <= args.n:
+        raise ParameterError("sdk_users", "must be in [0, n]")
     if not 2 <= args.domain_size <= 4096:
         raise ParameterError("domain_size", "must be in [2, 4096] for the demo")
     with sigterm_as_interrupt(), ExitStack() as stack:
@@ -262,9 +277,15 @@ def _demo(args: argparse.Namespace, stack: ExitStack) -> int:
     rng = np.random.default_rng(args.seed)
     values = zipf_values(args.n, args.domain_size, args.zipf_exponent, rng)
     true_counts = np.bincount(values, minlength=args.domain_size).tolist()
-    stage = Stage("users posting reports", total=args.n, unit="report")
+    sdk_users = args.sdk_users
+    stage = Stage("users via the SDK", total=sdk_users, unit="user")
     try:
-        post_reports(DemoClient(base_url, token), config, values, args.seed, stage)
+        report_through_sdk(base_url, token, [names[v] for v in values[:sdk_users]], stage)
+    finally:
+        stage.close()
+    stage = Stage("users posting reports", total=args.n - sdk_users, unit="report")
+    try:
+        post_reports(base_url, token, config, values[sdk_users:], args.seed, stage)
     finally:
         stage.close()
 
@@ -289,6 +310,7 @@ def _demo(args: argparse.Namespace, stack: ExitStack) -> int:
     for report in document["reports"]:
         for item in report["items"]:
             item["true_count"] = true_counts[item["index"]]
+    Path(args.html).parent.mkdir(parents=True, exist_ok=True)
     Path(args.html).write_text(render_html(document), encoding="utf-8")
     if args.json:
         print(json.dumps(document, indent=2))
