@@ -1,7 +1,8 @@
 """Randomness for the oracles: the OS CSPRNG on the client, a seeded generator in simulation.
 
 Oracles use only `random(size)` and `integers(low, high, size)`, the two methods that
-numpy's `Generator` and our `SecureRandom` share, and the exact samplers built on them here.
+numpy's `Generator` and our `SecureRandom` share. Their exact samplers are integer arithmetic
+on uniform integers: unary.bernoulli_bits (bits) and histogram.GridNoise (integer noise).
 """
 
 from __future__ import annotations
@@ -56,25 +57,3 @@ class SecureRandom:
 def default_rng() -> Rng:
     """The client's default random source: the OS CSPRNG."""
     return SecureRandom()
-
-
-def bernoulli(rng: Rng, p: float, size: int | tuple[int, ...]) -> NDArray[np.bool_]:
-    """Independent coins that are True with probability p."""
-    return rng.random(size) < p
-
-
-def geometric(rng: Rng, p: float, size: int | tuple[int, ...]) -> NDArray[np.int64]:
-    """Failures before the first success, P(k) = (1-p)^k p, by inversion of a uniform."""
-    u = rng.random(size)
-    # 1 - u lies in (0, 1], so the log is finite; floor(log(1-u)/log(1-p)) is Geometric(p).
-    draws: NDArray[np.int64] = np.floor(np.log1p(-u) / np.log1p(-p)).astype(np.int64)
-    return draws
-
-
-def discrete_laplace(rng: Rng, a: float, size: int | tuple[int, ...]) -> NDArray[np.int64]:
-    """Integer noise with P(k) proportional to a^|k| (0 < a < 1).
-
-    The difference of two iid Geometric(1-a) variables has exactly this law, and integer
-    noise has none of the floating-point holes of a sampled Laplace (Mironov, CCS 2012).
-    """
-    return geometric(rng, 1.0 - a, size) - geometric(rng, 1.0 - a, size)

@@ -5,6 +5,7 @@ beyond the contract (test_contract.py): strict decoding, test vectors, the exact
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from ldptel.client.errors import ReportError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.unary import (
     UnaryEncoding,
+    base256_digits,
     bernoulli_bits,
     bit_counts,
     decode_bit_vectors,
@@ -192,7 +194,7 @@ def rate_and_pair_z(bits: NDArray[np.bool_], prob: float) -> tuple[float, float]
     return float(rate_z), float(pair_z)
 
 
-# Dense with a sparse residual, dense with none (256 p is an integer), sparse only.
+# First base-256 digits 68 (then more), 64 (and no more: 0.25), 4, and 0 (then 19).
 @pytest.mark.parametrize("prob", [0.2689414213699951, 0.25, 0.018, 0.0003])
 def test_bernoulli_bits_have_the_exact_rate_and_are_independent(prob: float) -> None:
     bits = bernoulli_bits(np.random.default_rng(2), prob, 1 << 22)
@@ -200,11 +202,41 @@ def test_bernoulli_bits_have_the_exact_rate_and_are_independent(prob: float) -> 
     assert max(abs(z) for z in rate_and_pair_z(bits, prob)) < limit
 
 
-def test_rate_check_rejects_a_sampler_without_its_sparse_residual() -> None:
-    # 0.27 = 68/256 + a residual of about 0.0037: dropping the residual must be caught.
+def test_rate_check_rejects_a_sampler_that_stops_at_the_first_digit() -> None:
+    # 0.27 = 68/256 + about 0.0037 from the later digits: dropping them must be caught.
     bits = np.random.default_rng(2).integers(0, 256, 1 << 22) < 68
     rate_z, _ = rate_and_pair_z(bits, 0.2689414213699951)
     assert abs(rate_z) > stats.norm.isf(ALPHA / 4)
+
+
+@pytest.mark.parametrize("prob", [0.0, 2.0**-1074, 2.0**-60, 1 / 3, 0.5, 1 - 2.0**-53])
+def test_the_digits_of_a_probability_are_its_exact_value(prob: float) -> None:
+    digits = base256_digits(prob)
+    assert sum(Fraction(d, 256 ** (j + 1)) for j, d in enumerate(digits)) == Fraction(prob)
+    assert all(0 <= d < 256 for d in digits) and (not digits or digits[-1] != 0)
+
+
+class ConstantBytes:
+    """A 'random' source whose every byte is `byte` (random_bytes draws 56-bit words)."""
+
+    def __init__(self, byte: int) -> None:
+        self.word = int.from_bytes(bytes([byte] * 7), "little")
+
+    def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]:
+        raise AssertionError("bernoulli_bits must not use floats")
+
+    def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]:
+        return np.full(size, self.word, dtype=np.int64)
+
+
+@pytest.mark.parametrize("prob", [2.0**-1074, 2.0**-60, 1e-20, 0.5, 1 - 2.0**-53])
+def test_every_bit_pattern_stays_possible_however_small_or_large_prob_is(prob: float) -> None:
+    # U = 0.00 00 ... is below any prob > 0, U = 0.FF FF ... above any prob < 1 (where a float
+    # uniform or a gap sampler would never give a 1 for prob < 2^-53, nor a 0 just below 1).
+    assert bernoulli_bits(ConstantBytes(0), prob, 1000).all()
+    assert not bernoulli_bits(ConstantBytes(255), prob, 1000).any()
+    assert not bernoulli_bits(ConstantBytes(0), 0.0, 1000).any()
+    assert bernoulli_bits(ConstantBytes(255), 1.0, 1000).all()
 
 
 def test_pair_check_rejects_correlated_neighbours() -> None:
