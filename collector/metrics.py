@@ -48,6 +48,17 @@ REDIS_ERRORS = Counter(
 )
 
 
+_REQUEST_SECONDS_BY_ENDPOINT: dict[str, Histogram] = {}
+
+
+def request_seconds(endpoint: str) -> Histogram:
+    """REQUEST_SECONDS of one endpoint (route rule, a bounded set), looked up once."""
+    child = _REQUEST_SECONDS_BY_ENDPOINT.get(endpoint)
+    if child is None:
+        child = _REQUEST_SECONDS_BY_ENDPOINT[endpoint] = REQUEST_SECONDS.labels(endpoint)
+    return child
+
+
 def render() -> tuple[bytes, str]:
     """The exposition text of this process, or of all workers in multiprocess mode."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
