@@ -137,6 +137,32 @@ def http_rate(
     }
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and all its descendants (Linux /proc)."""
+    found = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                for child in children.read().split():
+                    found += process_tree(int(child))
+        except OSError:  # a thread or process that just exited
+            pass
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds used so far by `pids` (Linux /proc)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def make_body(config: CampaignConfig, config_id: str, batch: int, seed: int = 1) -> bytes:
     oracle = config.build_oracle()
     values = np.random.default_rng(seed).integers(0, config.domain_size, batch)
@@ -157,6 +183,7 @@ def main() -> None:
     parser.add_argument("--raw-n", type=int, default=200_000)
     parser.add_argument("--batches", default="1,100,1000")
     args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
     config = CampaignConfig.from_dict(
         {"name": "bench", "oracle": args.oracle, "epsilon": 1.0,
@@ -194,10 +221,13 @@ def main() -> None:
                 body = make_body(config, config_id, batch)
                 http_rate(port, token_value, body, batch, 1, 2, 1.0)  # warm up
                 before = store.xlen(stream)
+                server_pids = [*process_tree(collector.pid), server.process.pid]  # type: ignore[union-attr]
+                cpu_before = cpu_seconds(server_pids)
                 result = http_rate(
                     port, token_value, body, batch,
                     args.client_processes, args.client_threads, args.seconds,
                 )  # fmt: skip
+                server_cpu = cpu_seconds(server_pids) - cpu_before
                 stored = store.xlen(stream) - before
                 accepted = round(result["requests_per_s"] * result["elapsed"])
                 assert stored == accepted, (stored, accepted)  # every 202 is one stored entry
@@ -205,7 +235,9 @@ def main() -> None:
                     f"batch {batch:>5}: {result['requests_per_s']:>9,.0f} requests/s "
                     f"{result['reports_per_s']:>11,.0f} reports/s "
                     f"({result['reports_per_s'] / raw:.2f}x raw XADD), "
-                    f"errors {result['errors']:.0f}"
+                    f"errors {result['errors']:.0f}, server CPU "
+                    f"{server_cpu / max(accepted, 1) * 1e6:.0f} us/request "
+                    f"(gunicorn workers + redis-server)"
                 )
         finally:
             collector.terminate()
