@@ -56,8 +56,8 @@ def cost(name: str, domain_size: int) -> float:
 
 
 def _build(cls: type[FrequencyOracle], epsilon: float, domain_size: int) -> FrequencyOracle:
-    labels = {"labels": [str(i) for i in range(domain_size)]} if cls.takes_labels else {}
-    return cls(epsilon=epsilon, domain_size=domain_size, **labels)
+    # Oracles that hash labels default to "0", "1", ... (base.default_labels).
+    return cls(epsilon=epsilon, domain_size=domain_size)
 
 
 def choose_oracle(

@@ -66,8 +66,15 @@ def check_reports(reports: object) -> Sequence[Any]:
     return reports
 
 
+def default_labels(domain_size: int) -> list[str]:
+    """The labels of a domain given only by its size: "0", "1", ..., str(d - 1)."""
+    return [str(i) for i in range(domain_size)]
+
+
 def check_labels(labels: object, domain_size: int) -> list[str]:
-    """The domain's labels: domain_size distinct strings."""
+    """The domain's labels: domain_size distinct strings (None: the default labels)."""
+    if labels is None:
+        return default_labels(domain_size)
     if isinstance(labels, str) or not isinstance(labels, Sequence):
         raise ParameterError("labels", "must be a sequence of strings")
     if not all(isinstance(v, str) for v in labels):

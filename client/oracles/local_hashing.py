@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.errors import ReportError
 from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes
 from ldptel.client.oracles.base import (
     Field,
@@ -26,7 +26,9 @@ from ldptel.client.oracles.base import (
     ReportBatch,
     WireReport,
     check_int,
+    check_labels,
     check_reports,
+    report_int,
 )
 from ldptel.client.randomness import Rng
 
@@ -56,11 +58,6 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _pool
 
 
-def default_labels(domain_size: int) -> list[str]:
-    """The labels of a domain given only by its size: "0", "1", ..., str(d - 1)."""
-    return [str(i) for i in range(domain_size)]
-
-
 class LocalHashing(PureOracle):
     """Local hashing with g buckets: keep x = H(v, seed) mod g with probability
     p = e^eps / (e^eps + g - 1), else report one of the other g - 1 buckets uniformly.
@@ -82,7 +79,7 @@ class LocalHashing(PureOracle):
     ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
         self.g = check_int(g, "g", 2, MAX_G)
-        self.labels = self._check_labels(labels)
+        self.labels = check_labels(labels, self.domain_size)
         self.fields = (Field("seed", "<u4"), Field("y", "<u4"))
         self._lane0, self._lane1 = key_lanes(item_keys(self.labels))
         # k-RR over the g buckets: p = e^eps / (e^eps + g - 1), written with e^-eps so it
@@ -91,19 +88,6 @@ class LocalHashing(PureOracle):
         self.q_other = (1.0 - self.p) / (self.g - 1)
         self._g = np.uint32(self.g)
         self._mask = np.uint32(self.g - 1) if self.g & (self.g - 1) == 0 else None
-
-    def _check_labels(self, labels: Sequence[str] | None) -> list[str]:
-        if labels is None:
-            return default_labels(self.domain_size)
-        if isinstance(labels, str) or not all(isinstance(v, str) for v in labels):
-            raise ParameterError("labels", "must be a sequence of strings")
-        if len(labels) != self.domain_size:
-            raise ParameterError(
-                "labels", f"must have domain_size = {self.domain_size} entries, got {len(labels)}"
-            )
-        if len(set(labels)) != len(labels):
-            raise ParameterError("labels", "must be distinct")
-        return list(labels)
 
     # -- privacy ---------------------------------------------------------------------------
     @property
@@ -170,8 +154,8 @@ class LocalHashing(PureOracle):
         for i, report in enumerate(items):
             if not isinstance(report, dict):
                 raise ReportError("report", "must be an object", i)
-            seeds[i] = _wire_int(report, "seed", SEED_LIMIT, i)
-            ys[i] = _wire_int(report, "y", self.g, i)
+            seeds[i] = report_int(report, "seed", SEED_LIMIT, i)
+            ys[i] = report_int(report, "y", self.g, i)
         return {"seed": seeds, "y": ys}
 
     # -- aggregator ------------------------------------------------------------------------
@@ -242,15 +226,3 @@ class LocalHashing(PureOracle):
         own, others = p * (g - 1) / g, (g - 1) * q / g
         at_low, at_high = (own, others) if value < other else (others, own)
         return np.array([p / g, at_low, at_high, (g - 1) ** 2 * q / g])
-
-
-def _wire_int(report: dict[str, Any], name: str, limit: int, index: int) -> int:
-    """An integer field of an untrusted report, in [0, limit)."""
-    if name not in report:
-        raise ReportError(name, "is required", index)
-    value = report[name]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ReportError(name, "must be an integer", index)
-    if not 0 <= value < limit:
-        raise ReportError(name, f"must be in [0, {limit})", index)
-    return value

@@ -148,10 +148,7 @@ class Rappor(FrequencyOracle):
         q: float = 0.75,
     ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
-        self.labels = check_labels(
-            [str(i) for i in range(self.domain_size)] if labels is None else labels,
-            self.domain_size,
-        )
+        self.labels = check_labels(labels, self.domain_size)
         self.k = check_int(k, "k", 1, 4096)
         self.h = check_int(h, "h", 1, self.k)
         self.m = check_int(m, "m", 1, 2**16)
