@@ -43,6 +43,7 @@ from ldptel.client.oracles.unary import (
     encode_bit_vectors,
     pack_bits,
     packed_width,
+    unpack_bits,
 )
 from ldptel.client.randomness import Rng, SecureRandom, default_rng
 
@@ -289,7 +290,7 @@ class Rappor(FrequencyOracle):
         bit_totals = np.zeros(self.m * self.k, dtype=np.int64)
         for start in range(0, cohorts.size, _CHUNK_ROWS):
             rows = slice(start, start + _CHUNK_ROWS)
-            bits = np.unpackbits(batch["bits"][rows], axis=1, count=self.k).astype(bool)
+            bits = unpack_bits(batch["bits"][rows], self.k).astype(bool)
             cells = cohorts[rows, None] * self.k + np.arange(self.k)
             bit_totals += np.bincount(cells[bits], minlength=self.m * self.k)
         return np.concatenate([bit_totals, np.bincount(cohorts, minlength=self.m)])
@@ -361,7 +362,7 @@ class Rappor(FrequencyOracle):
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         only_low, only_high = self._pair_masks(value, other)
         cohorts = batch["cohort"].astype(np.int64)
-        bits = np.unpackbits(batch["bits"], axis=1, count=self.k).astype(bool)
+        bits = unpack_bits(batch["bits"], self.k).astype(bool)
         a = (bits & only_low[cohorts]).sum(axis=1)
         b = (bits & only_high[cohorts]).sum(axis=1)
         s_low, s_high = only_low.sum(axis=1)[cohorts], only_high.sum(axis=1)[cohorts]
