@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 #: Packages of the extras ([collector], [aggregator]), not of the base install.
-NOT_BASE = ("scipy", "flask", "redis")
+NOT_BASE = ("scipy", "flask", "werkzeug", "gunicorn", "redis")
 
 EVERY_ORACLE = """
 import sys
