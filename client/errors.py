@@ -43,6 +43,11 @@ class ValueTypeError(InvalidValueError, TypeError):
     """The value is not a string."""
 
 
+class InvalidLevelError(LdptelError):
+    """The privacy level is not one of the campaign's levels, is missing for a campaign that
+    declares levels, or is given for one that declares none (`field` is "level")."""
+
+
 class BudgetExhaustedError(LdptelError):
     """The privacy ledger refuses the report; `field` says which limit: window_reports,
     window_epsilon or lifetime_epsilon."""

@@ -6,6 +6,8 @@ add). Memoization changes what a report costs (ldptel.client.memo): a report of 
 whose randomization is already spent costs only what it adds to that value's bound, which is
 nothing for a resent memoized report. A per-window budget alone renews forever and so is
 unbounded over time (Tang et al., 2017, on Apple's deployment); the lifetime budget is not.
+With privacy levels a report costs its level's reporting epsilon, and the budgets checked are
+those of the level it is made at (`Budget.of`); the totals stay per campaign, across levels.
 """
 
 from __future__ import annotations
@@ -52,14 +54,19 @@ class Budget:
     lifetime_epsilon: float
 
     @classmethod
-    def of(cls, config: CampaignConfig) -> Budget:
+    def of(cls, config: CampaignConfig, epsilon: float | None = None) -> Budget:
+        """The config's limits for a client reporting with `epsilon` (a privacy level's
+        reporting epsilon; None: the config's). The epsilon budgets scale with epsilon /
+        config.epsilon, so every level gets the same number of fresh randomizations and a
+        user who asked for a smaller epsilon per report also loses less over a lifetime."""
+        scale = 1.0 if epsilon is None else epsilon / config.epsilon
         lifetime = config.lifetime_epsilon
+        if lifetime is None:
+            lifetime = DEFAULT_LIFETIME_FACTOR * config.epsilon
         return cls(
             reports_per_window=config.reports_per_window,
-            window_epsilon=config.epsilon * config.reports_per_window,
-            lifetime_epsilon=DEFAULT_LIFETIME_FACTOR * config.epsilon
-            if lifetime is None
-            else lifetime,
+            window_epsilon=scale * config.epsilon * config.reports_per_window,
+            lifetime_epsilon=scale * lifetime,
         )
 
 

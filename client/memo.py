@@ -13,8 +13,11 @@ Two kinds, per oracle (the longitudinal bounds are in docs/client.md):
 
 Both fit one rule, with eps_1 = eps_inf = eps for the resent reports: the next report of a
 value costs min(spent + eps_1, eps_inf) - spent, where `spent` is persisted per value.
-Memo keys are keyed hashes of (config id, value index), so the state file holds no label in
-clear; the memo is never sent.
+Memo keys are keyed hashes of (config id, privacy level, value index), so the state file
+holds no label in clear; the memo is never sent. A user who changes privacy level gets fresh,
+independent randomizations at the new level's epsilon (and the ledger charges them): reusing
+the old level's report would break the new level's promise, and a report correlated with it
+would not compose (docs/personalized-privacy.md).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
@@ -63,15 +67,25 @@ class Draw:
 
 
 class Randomizer:
-    """One config's oracle with this client's memo (call its methods under the state lock)."""
+    """One config's oracle at one privacy level ("" = the config has none) with this
+    client's memo (call its methods under the state lock)."""
 
     def __init__(
-        self, config: CampaignConfig, conn: sqlite3.Connection, memo_secret: bytes
+        self,
+        config: CampaignConfig,
+        conn: sqlite3.Connection,
+        memo_secret: bytes,
+        level: str = "",
     ) -> None:
+        oracle = config.level_oracle(level)
+        if oracle is None:
+            raise ParameterError("level", f"{level!r} does not report under this config")
         self.config = config
         self.config_id = config.config_id
-        self.oracle: FrequencyOracle = config.build_oracle()
-        self.index = {label: i for i, label in enumerate(config.domain)}
+        self.level = level
+        #: What memo keys and RAPPOR's client secret are per: the config, and the level.
+        self._scope = f"{self.config_id}:{level}" if level else self.config_id
+        self.oracle: FrequencyOracle = oracle
         self._memo_secret = memo_secret
         self._rng = SecureRandom()
         self._final: dict[int, str] = {}  # values whose memo can never change again
@@ -80,7 +94,7 @@ class Randomizer:
         if isinstance(self.oracle, Rappor):
             self.per_report = self.oracle.epsilon
             self.permanent = self.oracle.permanent_epsilon
-            self._rappor = _rappor_client(conn, self.oracle, self.config_id)
+            self._rappor = _rappor_client(conn, self.oracle, self._scope)
         else:
             self.per_report = self.permanent = self.oracle.epsilon
             if config.domain_size <= PREDRAW_MAX:
@@ -95,7 +109,7 @@ class Randomizer:
         self._candidates = None
 
     def key(self, index: int) -> bytes:
-        message = f"{self.config_id}:{index}".encode("ascii")
+        message = f"{self._scope}:{index}".encode("ascii")
         return hashlib.blake2b(message, key=self._memo_secret, digest_size=16).digest()
 
     def draw(self, conn: sqlite3.Connection, index: int) -> Draw:
@@ -135,15 +149,16 @@ class Randomizer:
         return wire_json(self.oracle.perturb(index, self._rng))
 
 
-def _rappor_client(conn: sqlite3.Connection, oracle: Rappor, config_id: str) -> RapporClient:
-    """This client's RAPPOR secret and cohort for one config (created once, then persisted)."""
+def _rappor_client(conn: sqlite3.Connection, oracle: Rappor, scope: str) -> RapporClient:
+    """This client's RAPPOR secret and cohort for one config and level (`scope`, stored in
+    the config_id column), created once, then persisted."""
     fresh = RapporClient.create(oracle)
     with transaction(conn):
         conn.execute(
             "INSERT OR IGNORE INTO rappor_clients VALUES (?, ?, ?)",
-            (config_id, fresh.secret, fresh.cohort),
+            (scope, fresh.secret, fresh.cohort),
         )
         secret, cohort = conn.execute(
-            "SELECT secret, cohort FROM rappor_clients WHERE config_id = ?", (config_id,)
+            "SELECT secret, cohort FROM rappor_clients WHERE config_id = ?", (scope,)
         ).fetchone()
     return RapporClient(oracle, bytes(secret), int(cohort))

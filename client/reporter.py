@@ -4,6 +4,10 @@ report() runs on the caller's thread: it checks the value and the privacy ledger
 value's memoized randomization (or draws it from the OS CSPRNG) and writes the perturbed
 report to the durable spool, all in one SQLite transaction, before it returns. A background
 thread (ldptel.client.sender) batches, gzips and posts the spool to the collector.
+
+Campaigns with privacy levels (docs/personalized-privacy.md): each report is made at the
+user's level, randomized with that level's oracle, charged that level's epsilon, memoized per
+level, and sent in batches of one level.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -27,6 +31,7 @@ from ldptel.client.configs import Known
 from ldptel.client.errors import (
     BudgetExhaustedError,
     CampaignUnavailableError,
+    InvalidLevelError,
     InvalidValueError,
     LdptelError,
     ParameterError,
@@ -35,6 +40,7 @@ from ldptel.client.errors import (
     ValueTypeError,
 )
 from ldptel.client.ledger import Budget, Spent
+from ldptel.client.levels import LEVEL_NAME
 from ldptel.client.memo import Randomizer
 from ldptel.client.oracles.base import check_int
 from ldptel.client.sender import Sender
@@ -69,14 +75,26 @@ def default_state_dir(collector_url: str) -> Path:
     return Path(base) / "ldptel" / xxhash.xxh64_hexdigest(collector_url.rstrip("/").encode())
 
 
-@dataclass
-class _Active:
-    """A campaign ready to report: its config, memo and budget."""
+@dataclass(frozen=True)
+class _Level:
+    """How a campaign's config reports at one privacy level ("" = it has none)."""
 
-    config: CampaignConfig
     randomizer: Randomizer
     budget: Budget
+
+
+@dataclass
+class _Active:
+    """A campaign ready to report: its config, and per level (made on first use) its memo
+    and budget."""
+
+    config: CampaignConfig
     fetched_at: float
+    index: dict[str, int] = field(init=False)
+    by_level: dict[str, _Level] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.index = {label: i for i, label in enumerate(self.config.domain)}
 
 
 class Reporter:
@@ -88,7 +106,9 @@ class Reporter:
     "raise" (BudgetExhaustedError) or "skip" (log, report() returns False); max_spool_rows and
     max_spool_bytes bound the state on disk (oldest windows dropped first); timeout (HTTP,
     seconds); backoff_base/backoff_cap (seconds) for retries; config_refresh (seconds between
-    config revalidations); campaigns: names to fetch in the background at start.
+    config revalidations); campaigns: names to fetch in the background at start; level: the
+    user's privacy level, used for campaigns that declare levels (report(level=...) overrides
+    it per call; campaigns without levels ignore it).
     """
 
     def __init__(
@@ -98,9 +118,11 @@ class Reporter:
         *,
         state_dir: str | os.PathLike[str] | None = None,
         campaigns: tuple[str, ...] | list[str] = (),
+        level: str | None = None,
         **settings: Any,
     ) -> None:
         self.settings = _check_settings(settings)
+        self.level = level
         if not isinstance(collector_url, str) or not collector_url.startswith(
             ("http://", "https://")
         ):
@@ -109,7 +131,9 @@ class Reporter:
             raise ParameterError("token", "must be a non-empty string")
         self.state_dir = Path(state_dir) if state_dir else default_state_dir(collector_url)
         self._transport = Transport(collector_url, token, timeout=self.settings.timeout)
-        self._conn: sqlite3.Connection | None = statedb.open_state(self.state_dir, SCHEMAS)
+        self._conn: sqlite3.Connection | None = statedb.open_state(
+            self.state_dir, SCHEMAS, spool.COLUMNS
+        )
         self._checkpoint_conn: sqlite3.Connection | None = None
         with transaction(self._conn):
             self._memo_secret = statedb.secret(self._conn, "memo")
@@ -117,6 +141,7 @@ class Reporter:
         self._active: dict[str, _Active] = {}
         self._retired: set[str] = set()
         self._unknown: dict[str, float] = {}
+        self._silent_levels: set[tuple[str, str]] = set()  # (config id, level) logged once
         self._stale: set[str] = set(campaigns)
         self._closed = False
         self._stopping = False
@@ -138,37 +163,52 @@ class Reporter:
         self._progress = threading.Condition()
 
     # -- the app's API ---------------------------------------------------------------------
-    def report(self, campaign: str, value: str) -> bool:
+    @property
+    def level(self) -> str | None:
+        """The user's privacy level for campaigns that declare levels (None: not chosen).
+        Assign to it when the user changes their choice."""
+        return self._level
+
+    @level.setter
+    def level(self, level: str | None) -> None:
+        self._level = None if level is None else _check_level_name(level)
+
+    def report(self, campaign: str, value: str, *, level: str | None = None) -> bool:
         """Perturb `value` (a label of the campaign's domain) and spool it for sending.
 
-        Returns True once the perturbed report is in the spool, False if it was skipped (a
-        retired campaign, or a spent budget with on_budget_exhausted="skip"). Raises
-        UnknownCampaignError, CampaignUnavailableError, InvalidValueError/ValueTypeError,
+        `level`: the privacy level to report at (default: the Reporter's `level`); required
+        for a campaign that declares levels, refused by one that does not. Returns True once
+        the perturbed report is in the spool, False if it was skipped (a retired campaign, a
+        level that does not report under the campaign's threshold strategy, or a spent budget
+        with on_budget_exhausted="skip"). Raises UnknownCampaignError,
+        CampaignUnavailableError, InvalidValueError/ValueTypeError, InvalidLevelError,
         BudgetExhaustedError, ReporterClosedError (all LdptelError)."""
         if self._closed:
             raise ReporterClosedError("reporter", "closed; create a new Reporter")
         active = self._campaign(campaign)
         if active is None:
             return False
-        if active.config.levels:  # its batches would need a level (ldptel.client.levels)
-            raise CampaignUnavailableError(
-                "campaign", "declares privacy levels, which this Reporter does not support yet"
-            )
-        randomizer = active.randomizer
-        index = self._index_of(active.config, randomizer, value)
+        index = self._index_of(active, value)
+        name = self._level_of(active.config, level)
         now = time.time()
         config = active.config
         window = config.window_of(now)
         with self._lock:
             conn = self._live_conn()
+            state = self._level_state(active, name, conn)
+            if state is None:
+                return False
+            randomizer = state.randomizer
             try:
                 with transaction(conn):
                     draw = randomizer.draw(conn, index)
                     ledger.charge(
-                        conn, campaign, window, config.window_seconds, draw.cost, active.budget
+                        conn, campaign, window, config.window_seconds, draw.cost, state.budget
                     )
                     randomizer.record(conn, draw)
-                    spool.append(conn, campaign, randomizer.config_id, window, now, draw.report)
+                    spool.append(
+                        conn, campaign, randomizer.config_id, window, now, draw.report, name
+                    )
             except BudgetExhaustedError as error:
                 if self.settings.on_budget_exhausted == "raise":
                     raise
@@ -325,8 +365,9 @@ class Reporter:
             if previous is not None and previous.config == known.config:
                 previous.fetched_at = known.fetched_at
                 return previous
-            randomizer = Randomizer(known.config, conn, self._memo_secret)
-            active = _Active(known.config, randomizer, Budget.of(known.config), known.fetched_at)
+            active = _Active(known.config, known.fetched_at)
+            if not known.config.levels:  # ready now: the first report need not draw the memos
+                self._level_state(active, "", conn)
             self._active[name] = active
             return active
 
@@ -348,17 +389,63 @@ class Reporter:
         """(Sender thread) the collector refused a batch: perhaps the config changed."""
         self._stale.add(campaign)
 
-    # -- values ------------------------------------------------------------------------------
+    # -- values and levels -------------------------------------------------------------------
     @staticmethod
-    def _index_of(config: CampaignConfig, randomizer: Randomizer, value: object) -> int:
+    def _index_of(active: _Active, value: object) -> int:
         if not isinstance(value, str):
             raise ValueTypeError("value", f"must be a string label, got {type(value).__name__}")
-        index = randomizer.index.get(value)
+        index = active.index.get(value)
         if index is None:
+            config = active.config
             if config.other_label is None:
                 raise InvalidValueError("value", f"not in the domain of campaign {config.name!r}")
-            index = randomizer.index[config.other_label]
+            index = active.index[config.other_label]
         return index
+
+    def _level_of(self, config: CampaignConfig, level: object) -> str:
+        """The level a report is made at ("" for a campaign without levels), checked."""
+        if level is not None:
+            name = _check_level_name(level)
+            if not config.levels:
+                raise InvalidLevelError(
+                    "level", f"campaign {config.name!r} declares no privacy levels"
+                )
+        elif config.levels:
+            name = self._level or ""
+        else:
+            return ""  # the Reporter's level is for the campaigns that declare levels
+        if name not in config.levels:
+            known = ", ".join(config.levels)
+            if not name:
+                reason = f"campaign {config.name!r} requires a privacy level (one of {known})"
+            else:
+                reason = f"{name!r} is not a privacy level of campaign {config.name!r} ({known})"
+            raise InvalidLevelError("level", reason)
+        return name
+
+    def _level_state(self, active: _Active, level: str, conn: sqlite3.Connection) -> _Level | None:
+        """The randomizer and budget of a config at `level` (made on first use, under the
+        state lock); None if the level does not report (threshold strategy), logged once."""
+        state = active.by_level.get(level)
+        if state is not None:
+            return state
+        config = active.config
+        epsilon = config.reporting_epsilon(level)
+        if epsilon is None:
+            if (config.config_id, level) not in self._silent_levels:
+                self._silent_levels.add((config.config_id, level))
+                LOG.info(
+                    "ldptel: campaign %r collects no reports at privacy level %r "
+                    "(level_strategy threshold %g); they are skipped",
+                    config.name,
+                    level,
+                    config.level_threshold,
+                )
+            return None
+        randomizer = Randomizer(config, conn, self._memo_secret, level)
+        state = _Level(randomizer, Budget.of(config, epsilon))
+        active.by_level[level] = state
+        return state
 
     # -- internals shared with the sender ----------------------------------------------------
     def _live_conn(self) -> sqlite3.Connection:
@@ -414,7 +501,8 @@ class Reporter:
         self._transport.reset()
         self._flushing = 0
         for active in self._active.values():
-            active.randomizer.forget_candidates()
+            for state in active.by_level.values():
+                state.randomizer.forget_candidates()
 
 
 def _check_settings(given: dict[str, Any]) -> Settings:
@@ -434,6 +522,12 @@ def _check_settings(given: dict[str, Any]) -> Settings:
     if settings.on_budget_exhausted not in ("raise", "skip"):
         raise ParameterError("on_budget_exhausted", 'must be "raise" or "skip"')
     return settings
+
+
+def _check_level_name(level: object) -> str:
+    if not isinstance(level, str) or not LEVEL_NAME.match(level):
+        raise InvalidLevelError("level", "must be a privacy level name ([a-z0-9_-]{1,32})")
+    return level
 
 
 #: Reporters alive in this process, for the fork hooks (weak: a dropped Reporter is gone).

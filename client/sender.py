@@ -66,7 +66,7 @@ def step(reporter: Reporter) -> float:
             return MAX_NAP if due is None else min(MAX_NAP, max(0.01, due - now))
     try:
         outcome = reporter._transport.post_batch(
-            batch.campaign, batch.config_id, batch.key, batch.reports
+            batch.campaign, batch.config_id, batch.key, batch.reports, batch.level
         )
     except Exception:  # a bug, not the network: back off and retry the batch, same key
         LOG.exception("ldptel sender: unexpected error while posting (will retry)")

@@ -3,8 +3,10 @@
 Rows are appended by report() (inside its ledger transaction) and grouped by the sender into
 batches; a batch keeps its idempotency key and its rows until the collector answers, so a
 retry, even after a crash, resends the same rows under the same key and is stored once.
-Only perturbed reports are stored here. Functions take the connection; callers hold the
-Reporter's state lock and, for writes, run inside BEGIN IMMEDIATE ... COMMIT.
+A batch holds reports of one (campaign, config, privacy level): the level travels in the
+batch's envelope (docs/personalized-privacy.md). Only perturbed reports are stored here.
+Functions take the connection; callers hold the Reporter's state lock and, for writes, run
+inside BEGIN IMMEDIATE ... COMMIT.
 """
 
 from __future__ import annotations
@@ -14,26 +16,34 @@ import sqlite3
 import uuid
 from dataclasses import dataclass
 
-from ldptel.client.statedb import add_counter, transaction
+from ldptel.client.statedb import Column, add_counter, transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS spool (
   id INTEGER PRIMARY KEY, campaign TEXT NOT NULL, config_id TEXT NOT NULL,
-  window_start INTEGER NOT NULL, created REAL NOT NULL, report TEXT NOT NULL, batch INTEGER
+  window_start INTEGER NOT NULL, created REAL NOT NULL, report TEXT NOT NULL, batch INTEGER,
+  level TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS spool_batch ON spool (batch) WHERE batch IS NOT NULL;
 CREATE TABLE IF NOT EXISTS batches (
   id INTEGER PRIMARY KEY, key TEXT NOT NULL, campaign TEXT NOT NULL, config_id TEXT NOT NULL,
-  attempts INTEGER NOT NULL, next_at REAL NOT NULL, owner INTEGER NOT NULL
+  attempts INTEGER NOT NULL, next_at REAL NOT NULL, owner INTEGER NOT NULL,
+  level TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
   id INTEGER PRIMARY KEY, campaign TEXT NOT NULL, config_id TEXT NOT NULL, report TEXT NOT NULL,
-  status INTEGER, reason TEXT NOT NULL, at REAL NOT NULL
+  status INTEGER, reason TEXT NOT NULL, at REAL NOT NULL, level TEXT NOT NULL DEFAULT ''
 );
 """
+#: The privacy level came after the first release: a state_dir from before gets the column
+#: ('' = no level, which is what its rows were).
+COLUMNS: tuple[Column, ...] = tuple(
+    (table, "level", "TEXT NOT NULL DEFAULT ''") for table in ("spool", "batches", "dead_letters")
+)
 
 _APPEND = (
-    "INSERT INTO spool (campaign, config_id, window_start, created, report) VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO spool (campaign, config_id, window_start, created, report, level) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
 )
 #: A claimed batch is left alone by other processes' senders for this long (its request's
 #: timeout must be shorter); after that anyone may retry it, under the same key.
@@ -48,12 +58,19 @@ class Batch:
     config_id: str
     attempts: int
     reports: list[str]
+    level: str = ""
 
 
 def append(
-    conn: sqlite3.Connection, campaign: str, config_id: str, window: int, now: float, report: str
+    conn: sqlite3.Connection,
+    campaign: str,
+    config_id: str,
+    window: int,
+    now: float,
+    report: str,
+    level: str = "",
 ) -> None:
-    conn.execute(_APPEND, (campaign, config_id, window, now, report))
+    conn.execute(_APPEND, (campaign, config_id, window, now, report, level))
 
 
 def _alive(pid: int) -> bool:
@@ -80,30 +97,32 @@ def _claimable_batch(conn: sqlite3.Connection, now: float) -> tuple[int, ...] | 
 def _form_batch(
     conn: sqlite3.Connection, now: float, batch_size: int, max_age: float, force: bool
 ) -> int | None:
-    """Group the oldest unbatched reports of one config into a new batch, if it is due: full,
-    old enough, or forced (flush)."""
+    """Group the oldest unbatched reports of one (campaign, config, level) into a new batch,
+    if it is due: full, old enough, or forced (flush)."""
     first = conn.execute(
-        "SELECT campaign, config_id, created FROM spool WHERE batch IS NULL ORDER BY id LIMIT 1"
+        "SELECT campaign, config_id, level, created FROM spool WHERE batch IS NULL "
+        "ORDER BY id LIMIT 1"
     ).fetchone()
     if first is None:
         return None
-    campaign, config_id, created = first
-    group = "FROM spool WHERE batch IS NULL AND campaign = ? AND config_id = ?"
+    campaign, config_id, level, created = first
+    group = "FROM spool WHERE batch IS NULL AND campaign = ? AND config_id = ? AND level = ?"
     if not force and created + max_age > now:
         (count,) = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 {group} LIMIT ?)", (campaign, config_id, batch_size)
+            f"SELECT count(*) FROM (SELECT 1 {group} LIMIT ?)",
+            (campaign, config_id, level, batch_size),
         ).fetchone()
         if count < batch_size:
             return None
     cursor = conn.execute(
-        "INSERT INTO batches (key, campaign, config_id, attempts, next_at, owner) "
-        "VALUES (?, ?, ?, 0, 0, ?)",
-        (uuid.uuid4().hex, campaign, config_id, os.getpid()),
+        "INSERT INTO batches (key, campaign, config_id, level, attempts, next_at, owner) "
+        "VALUES (?, ?, ?, ?, 0, 0, ?)",
+        (uuid.uuid4().hex, campaign, config_id, level, os.getpid()),
     )
     batch_id = int(cursor.lastrowid or 0)
     conn.execute(
         f"UPDATE spool SET batch = ? WHERE id IN (SELECT id {group} ORDER BY id LIMIT ?)",
-        (batch_id, campaign, config_id, batch_size),
+        (batch_id, campaign, config_id, level, batch_size),
     )
     return batch_id
 
@@ -122,8 +141,9 @@ def claim(
             "UPDATE batches SET next_at = ?, owner = ? WHERE id = ?",
             (now + CLAIM_SECONDS, os.getpid(), batch_id),
         )
-        key, campaign, config_id, attempts = conn.execute(
-            "SELECT key, campaign, config_id, attempts FROM batches WHERE id = ?", (batch_id,)
+        key, campaign, config_id, attempts, level = conn.execute(
+            "SELECT key, campaign, config_id, attempts, level FROM batches WHERE id = ?",
+            (batch_id,),
         ).fetchone()
         reports = [
             str(r) for (r,) in conn.execute("SELECT report FROM spool WHERE batch = ?", (batch_id,))
@@ -131,7 +151,7 @@ def claim(
         if not reports:  # its rows were dropped by the bound: nothing left to send
             conn.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
             return None
-    return Batch(batch_id, key, campaign, config_id, attempts, reports)
+    return Batch(batch_id, key, campaign, config_id, attempts, reports, level)
 
 
 def delivered(conn: sqlite3.Connection, batch: Batch) -> None:
@@ -163,8 +183,8 @@ def dead_letter(
     """The collector refused the batch for good (4xx): keep its rows aside, counted."""
     with transaction(conn):
         conn.execute(
-            "INSERT INTO dead_letters (campaign, config_id, report, status, reason, at) "
-            "SELECT campaign, config_id, report, ?, ?, ? FROM spool WHERE batch = ?",
+            "INSERT INTO dead_letters (campaign, config_id, level, report, status, reason, at) "
+            "SELECT campaign, config_id, level, report, ?, ?, ? FROM spool WHERE batch = ?",
             (status, reason, now, batch.id),
         )
         conn.execute("DELETE FROM spool WHERE batch = ?", (batch.id,))

@@ -20,6 +20,9 @@ FILENAME = "ldptel-state.sqlite"
 PAGE_SIZE = 1024
 BUSY_TIMEOUT_MS = 10_000
 
+#: (table, column, declaration) of a column added after the table's first release.
+Column = tuple[str, str, str]
+
 _COMMON_SCHEMA = """
 CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)
@@ -27,9 +30,13 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 """
 
 
-def open_state(state_dir: str | os.PathLike[str], schemas: Iterable[str]) -> sqlite3.Connection:
-    """Open (creating if needed) the state database with the modules' tables; autocommit
-    mode, explicit BEGINs."""
+def open_state(
+    state_dir: str | os.PathLike[str],
+    schemas: Iterable[str],
+    columns: Iterable[Column] = (),
+) -> sqlite3.Connection:
+    """Open (creating if needed) the state database with the modules' tables and `columns`
+    (added to tables of an older state_dir); autocommit mode, explicit BEGINs."""
     directory = Path(state_dir)
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / FILENAME
@@ -44,8 +51,19 @@ def open_state(state_dir: str | os.PathLike[str], schemas: Iterable[str]) -> sql
         for script in (_COMMON_SCHEMA, *schemas):
             for statement in filter(str.strip, script.split(";")):
                 conn.execute(statement)
+        for column in columns:
+            add_column(conn, column)
     os.chmod(path, 0o600)
     return conn
+
+
+def add_column(conn: sqlite3.Connection, column: Column) -> None:
+    """ALTER TABLE ADD COLUMN unless the table has it (inside the caller's write transaction,
+    so two processes opening one old state_dir migrate it once)."""
+    table, name, declaration = column
+    present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    if name not in present:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
 
 @contextmanager

@@ -90,9 +90,15 @@ class Transport:
         """A fresh session (the parent's pooled sockets must not be shared after fork)."""
         self.session = requests.Session()
 
-    def post_batch(self, campaign: str, config_id: str, key: str, reports: list[str]) -> Outcome:
-        """POST one gzipped batch under its idempotency key; classify the answer."""
-        head = json.dumps({"campaign": campaign, "config_id": config_id}, separators=(",", ":"))
+    def post_batch(
+        self, campaign: str, config_id: str, key: str, reports: list[str], level: str = ""
+    ) -> Outcome:
+        """POST one gzipped batch (of one privacy level, "" = none) under its idempotency key;
+        classify the answer."""
+        envelope = {"campaign": campaign, "config_id": config_id}
+        if level:  # absent without levels: the envelope older collectors know (openapi.yaml)
+            envelope["level"] = level
+        head = json.dumps(envelope, separators=(",", ":"))
         body = f'{head[:-1]},"reports":[{",".join(reports)}]}}'.encode()
         headers = {
             **self._headers,

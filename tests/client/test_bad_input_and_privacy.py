@@ -144,9 +144,3 @@ def test_the_spool_drops_the_oldest_windows_first(tmp_path: Path):
     windows = [w for (w,) in conn.execute("SELECT window_start FROM spool")]
     assert sorted(windows) == [60] * 5 + [120] * 10
     assert dict(conn.execute("SELECT name, value FROM counters"))["dropped"] == 15
-
-
-def test_a_campaign_with_privacy_levels_is_refused_clearly(collector, open_reporter):
-    collector.campaign(levels={"low": 0.5, "high": 1.0})
-    with pytest.raises(CampaignUnavailableError, match="privacy levels"):
-        open_reporter().report("colors", "red")

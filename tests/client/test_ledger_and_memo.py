@@ -100,7 +100,7 @@ def test_memoized_report_is_resent_identically_after_restart(collector, open_rep
     assert item3_a == item3_b  # the same (seed, y): the memo, not a fresh draw
     assert item3_a != item7  # distinct values have independent randomizations
     assert second.privacy_spent("colors").lifetime_epsilon == pytest.approx(
-        2 * second._active["colors"].randomizer.oracle.epsilon
+        2 * second._active["colors"].by_level[""].randomizer.oracle.epsilon
     )
 
 
