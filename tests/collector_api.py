@@ -3,7 +3,9 @@ client for its API (shared by tests/collector and tests/client)."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,6 +78,20 @@ class ServerThread:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
+    """Wait (up to 30 s) until a collector started as a subprocess answers /readyz."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the collector exited at start"
+        try:
+            if requests.get(f"{url}/readyz", timeout=5).status_code == 200:
+                return
+        except requests.RequestException:  # not listening yet, or a worker still booting
+            pass
+        time.sleep(0.1)
+    raise AssertionError("the collector did not come up")
 
 
 def collector_app(settings: Mapping[str, Any]) -> Any:

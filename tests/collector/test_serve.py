@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
-from collector_api import DOMAIN, batch
+from collector_api import DOMAIN, batch, wait_until_up
 
 from ldptel.collector.redis_server import free_port
 
@@ -27,19 +26,6 @@ def ldptel(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
-
-
-def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the collector exited at start"
-        try:
-            if requests.get(f"{url}/readyz", timeout=5).status_code == 200:
-                return
-        except requests.RequestException:  # not listening yet, or a worker still booting
-            pass
-        time.sleep(0.1)
-    raise AssertionError("the collector did not come up")
 
 
 @pytest.mark.slow
