@@ -202,8 +202,9 @@ class PureSHE(_PureLdp, _SummedHistogram):
         return HEServer(self.epsilon, self.d, use_the=self.the, index_mapper=_identity)
 
     def aggregate(self, reports: list[Any]) -> NDArray[np.float64]:
-        # THE's server thresholds the reports in place; keep the caller's reports intact.
-        return super().aggregate([r.copy() for r in reports] if self.the else reports)
+        # THE's server thresholds the reports in place: hand it copies one at a time (a
+        # generator), so the caller's reports stay intact and no second list is held.
+        return super().aggregate((r.copy() for r in reports) if self.the else reports)  # type: ignore[arg-type]
 
 
 class PureTHE(PureSHE):
