@@ -75,6 +75,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON (all items)")
 
 
+def _simulation_inputs(args: argparse.Namespace) -> tuple[int, int, float, np.random.Generator, int]:
+    """n, rows to show, Zipf exponent, the seeded generator and its seed."""
+    if args.n is None:
+        raise ParameterError("n", "is required (or give --target-stderr to plan)")
+    n = parse_int(args.n, "n", 1)
+    top = parse_int(args.top, "top", 1)
+    exponent = parse_float(args.zipf_exponent, "zipf_exponent")
+    rng, seed = rng_from_args(args)
+    return n, top, exponent, rng, seed
+
+
 def run(args: argparse.Namespace) -> int:
     if args.levels is not None:
         return _run_levels(args)
@@ -83,12 +94,7 @@ def run(args: argparse.Namespace) -> int:
     oracle = oracle_from_args(args)
     if args.target_stderr is not None:
         return _run_planner(oracle, args)
-    if args.n is None:
-        raise ParameterError("n", "is required (or give --target-stderr to plan)")
-    n = parse_int(args.n, "n", 1)
-    top = parse_int(args.top, "top", 1)
-    exponent = parse_float(args.zipf_exponent, "zipf_exponent")
-    rng, seed = rng_from_args(args)
+    n, top, exponent, rng, seed = _simulation_inputs(args)
     counts = true_counts(n, oracle.domain_size, rng, args.distribution, exponent)
     with ProgressLine(sys.stderr, f"simulating {oracle.name}") as progress:
         result = simulate(oracle, counts, rng, progress.update)
@@ -321,12 +327,7 @@ def _run_levels(args: argparse.Namespace) -> int:
                 + _strategies_text(plans, rows, "users needed")
             )
         return 0
-    if args.n is None:
-        raise ParameterError("n", "is required (or give --target-stderr to plan)")
-    n = parse_int(args.n, "n", 1)
-    top = parse_int(args.top, "top", 1)
-    exponent = parse_float(args.zipf_exponent, "zipf_exponent")
-    rng, seed = rng_from_args(args)
+    n, top, exponent, rng, seed = _simulation_inputs(args)
     counts = {
         level: true_counts(users, config.domain_size, rng, args.distribution, exponent)
         if users
