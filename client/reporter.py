@@ -51,6 +51,9 @@ LOG = logging.getLogger("ldptel.client")
 SCHEMAS = (ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA)
 #: How long an "unknown campaign" answer is believed before asking again.
 UNKNOWN_CAMPAIGN_SECONDS = 60.0
+#: report() wakes the sender to checkpoint after this many commits (~2.5 MB of WAL), even
+#: when no batch is due (offline, backing off), so the WAL stays bounded (statedb.WAL_LIMIT).
+CHECKPOINT_EVERY = 1000
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ class Reporter:
         self._sender: Sender | None = None
         self._flushing = 0
         self._unsent = 0
+        self._since_checkpoint = 0
         self._failures = 0
         self._hold_until = 0.0
         self._batch_limit = self.settings.batch_size
@@ -216,7 +220,12 @@ class Reporter:
                 return False
             randomizer.committed(draw)
             self._unsent += 1
-            nudge = self._unsent == 1 or self._unsent >= self._batch_limit
+            self._since_checkpoint += 1
+            nudge = (
+                self._unsent == 1
+                or self._unsent >= self._batch_limit
+                or self._since_checkpoint >= CHECKPOINT_EVERY
+            )
         if self._sender is None:
             self._start_sender()
         elif nudge:
@@ -466,13 +475,14 @@ class Reporter:
 
     def _checkpoint(self) -> None:
         """(Sender thread) copy the WAL into the database on a second connection, so the
-        fsync never holds the lock report() takes."""
+        fsync never holds the lock report() takes; truncate the WAL when it grew too large."""
         with self._checkpoint_lock:
             if self._conn is None:
                 return
             if self._checkpoint_conn is None:
                 self._checkpoint_conn = statedb.open_state(self.state_dir, ())
-            self._checkpoint_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._since_checkpoint = 0
+            statedb.checkpoint(self._checkpoint_conn, self.state_dir)
 
     # -- fork ----------------------------------------------------------------------------------
     def _before_fork(self) -> None:

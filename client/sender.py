@@ -36,6 +36,9 @@ class Sender(threading.Thread):
         while not reporter._stopping:
             try:
                 nap = step(reporter)
+                # Every round, also when nothing was sent (offline, backing off): the WAL
+                # grows with every report() until it is checkpointed.
+                reporter._checkpoint()
             except Exception:  # never let the thread die; the app must not notice
                 LOG.exception("ldptel sender: unexpected error (will retry)")
                 nap = ERROR_NAP
@@ -111,6 +114,5 @@ def step(reporter: Reporter) -> float:
                 reporter._last_error,
             )
             reporter._config_refused(batch.campaign)
-    reporter._checkpoint()
     reporter._notify_progress()
     return 0.0

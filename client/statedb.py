@@ -4,7 +4,8 @@ privacy ledger, the memo and the cached campaign configs.
 One database, so that a report's ledger charge, its memo entry and its spool row commit in
 one transaction: a crash can lose a report, never spend epsilon without recording it. WAL with
 synchronous=NORMAL: a commit is a write() into the WAL (it survives a killed process without
-an fsync per report); the sender checkpoints, so no report() ever waits for an fsync.
+an fsync per report); the sender checkpoints (`checkpoint`), so report() waits for an fsync
+only when the WAL has to be truncated, once per WAL_LIMIT bytes of commits.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ FILENAME = "ldptel-state.sqlite"
 #: Small pages: a report's commit writes two pages into the WAL (ledger row, spool row).
 PAGE_SIZE = 1024
 BUSY_TIMEOUT_MS = 10_000
+#: The WAL file is truncated once it is this large. A PASSIVE checkpoint never blocks a
+#: writer, but while report() keeps committing it never finds the WAL idle, so SQLite never
+#: rewinds it and the file grows by every commit (~2.5 KB a report) without this.
+WAL_LIMIT = 4 * 1024 * 1024
+#: How long a truncating checkpoint waits for other connections (it blocks their writes).
+TRUNCATE_WAIT_MS = 200
 
 #: (table, column, declaration) of a column added after the table's first release.
 Column = tuple[str, str, str]
@@ -77,6 +84,23 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def checkpoint(conn: sqlite3.Connection, state_dir: str | os.PathLike[str]) -> None:
+    """Copy the WAL into the database without blocking writers; truncate the WAL file when
+    it has grown past WAL_LIMIT (blocking writers for that one checkpoint's copy and fsync;
+    if another connection is busy for longer than TRUNCATE_WAIT_MS, the next call retries)."""
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    try:
+        size = os.path.getsize(Path(state_dir) / f"{FILENAME}-wal")
+    except OSError:  # no WAL file: nothing to truncate
+        return
+    if size > WAL_LIMIT:
+        conn.execute(f"PRAGMA busy_timeout={TRUNCATE_WAIT_MS}")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
 
 def secret(conn: sqlite3.Connection, name: str, size: int = 32) -> bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,46 @@ def test_the_spool_drops_the_oldest_windows_first(tmp_path: Path):
     windows = [w for (w,) in conn.execute("SELECT window_start FROM spool")]
     assert sorted(windows) == [60] * 5 + [120] * 10
     assert dict(conn.execute("SELECT name, value FROM counters"))["dropped"] == 15
+
+
+def test_the_wal_stays_bounded_offline_and_is_truncated(collector, open_reporter, state_dir):
+    """Offline, nothing is sent, yet report() keeps committing: the sender must still
+    checkpoint and truncate the WAL, or the file grows by every report (~2.5 KB each)."""
+    from ldptel.client import reporter as reporter_module
+    from ldptel.client import statedb
+
+    collector.campaign(reports_per_window=100_000)
+    open_reporter().report("colors", "red")  # caches the config
+    collector.stop()
+    limit, every = 64 * 1024, 50
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(statedb, "WAL_LIMIT", limit)
+        patch.setattr(reporter_module, "CHECKPOINT_EVERY", every)
+        offline = open_reporter(batch_size=5000)
+        for i in range(2000):  # ~5 MB of WAL if it were never truncated
+            offline.report("colors", ["red", "green", "blue"][i % 3])
+        wal = state_dir / f"{statedb.FILENAME}-wal"
+        bound = limit + 2 * every * 4096  # the limit, plus commits between two checkpoints
+        deadline = time.monotonic() + 10
+        while wal.stat().st_size > bound and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert wal.stat().st_size <= bound
+    assert offline.stats()["spooled"] == 2001
+
+
+def test_checkpoint_truncates_a_large_wal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from ldptel.client import statedb
+
+    writer = open_state(tmp_path, (spool.SCHEMA,))
+    checkpointer = open_state(tmp_path, ())
+    wal = tmp_path / f"{statedb.FILENAME}-wal"
+    for i in range(300):
+        with transaction(writer):
+            spool.append(writer, "c", "0123456789abcdef", 0, 0.0, f'{{"y":{i}}}')
+    grown = wal.stat().st_size
+    statedb.checkpoint(checkpointer, tmp_path)  # below the limit: copied, not truncated
+    assert wal.stat().st_size == grown
+    monkeypatch.setattr(statedb, "WAL_LIMIT", grown // 2)
+    statedb.checkpoint(checkpointer, tmp_path)
+    assert wal.stat().st_size == 0
+    assert spool.rows(writer) == 300
