@@ -39,6 +39,7 @@ from ldptel.client.oracles.base import (
     check_int,
     check_reports,
 )
+from ldptel.client.oracles.unary import random_bytes
 from ldptel.client.randomness import Rng
 
 #: Grid resolution R: the true item's coordinate is R, noise is in grid units. Wire values and
@@ -52,8 +53,11 @@ CENTER_WEIGHT_BITS = 61
 MIN_TABLE_WEIGHT = 2**16
 #: Largest clamp M (keeps the table at most ~4 MiB for tiny epsilon / R).
 MAX_CLAMP = 2**18
-#: Draws are processed in chunks of about this many values (bounds perturb_batch's memory).
-CHUNK_VALUES = 1 << 20
+#: Blocks of the sampler's guide table: one 16-bit uniform picks a block.
+GUIDE_BLOCKS = 1 << 16
+#: Report values are drawn in chunks of about this many (cache-sized temporaries; measured
+#: fastest among 2^16..2^20).
+CHUNK_VALUES = 1 << 18
 
 
 class GridNoise:
@@ -78,7 +82,6 @@ class GridNoise:
         self.weights = _read_only(np.array(half[:0:-1] + half, dtype=np.int64))
         self.cdf = _read_only(np.cumsum(self.weights))
         self.total = int(self.cdf[-1])
-        self._guide_shift, self._guide = _guide_table(self.cdf, self.total, self.half_width)
         self.masses = {x: self._output_masses(x) for x in (0, resolution)}
         self.outputs = np.arange(-self.clamp, self.clamp + 1, dtype=np.int64)
 
@@ -119,16 +122,30 @@ class GridNoise:
         return float(loss.max() + (-loss).max())
 
     # -- sampling --------------------------------------------------------------------------
+    @functools.cached_property
+    def _noise_sampler(self) -> TableSampler:
+        return TableSampler(self.cdf, np.arange(-self.half_width, self.half_width + 1))
+
+    @functools.cached_property
+    def _report_samplers(self) -> dict[int, TableSampler]:
+        # clamp(x + noise) is monotone in the noise, so inverting the noise cdf and mapping
+        # each cell j to clamp(x + j) draws the clamped coordinate from the same uniform.
+        cells = np.arange(-self.half_width, self.half_width + 1)
+        return {
+            x: TableSampler(self.cdf, np.clip(cells + x, -self.clamp, self.clamp))
+            for x in (0, self.resolution)
+        }
+
     def sample(self, rng: Rng, shape: tuple[int, ...]) -> NDArray[np.int32]:
-        """Noise in [-half_width, half_width] with P(j) = weights[j] / total, exactly:
-        one uniform integer in [0, total), located in the cdf (guide table, then bisection)."""
-        uniform = rng.integers(0, self.total, shape).astype(np.int64, copy=False)
-        noise: NDArray[np.int32] = self._guide[uniform >> self._guide_shift]
-        unresolved = np.flatnonzero(noise == _UNRESOLVED)
-        if unresolved.size:
-            cells = np.searchsorted(self.cdf, uniform.reshape(-1)[unresolved], side="right")
-            noise.reshape(-1)[unresolved] = cells - self.half_width
-        return noise
+        """Noise in [-half_width, half_width] with P(j) = weights[j] / total, exactly."""
+        out = np.empty(shape, dtype=np.int32)
+        self._noise_sampler.draw(rng, out.reshape(-1))
+        return out
+
+    def sample_reported(self, rng: Rng, x: int, out: NDArray[np.int32]) -> None:
+        """Fill `out` (contiguous) with independent draws of clamp(x + noise, -M, M), x in
+        {0, R}: the law `probabilities(x)`, exactly."""
+        self._report_samplers[x].draw(rng, out.reshape(-1))
 
 
 def _weights(a: float, resolution: int) -> list[int]:
@@ -149,22 +166,93 @@ def _weights(a: float, resolution: int) -> list[int]:
     return weights
 
 
-_UNRESOLVED = np.iinfo(np.int32).min
+class TableSampler:
+    """Exact draws of values[c] with probability (cdf[c] - cdf[c-1]) / total, cdf the
+    cumulative integer cell weights (total >= 2^32): the value of the cell holding one
+    uniform integer u in [0, total).
+
+    u is drawn lazily (like unary.bernoulli_bits' digits): its top part h, 16 random bits,
+    picks one of 2^16 equal blocks [h B, h B + B), B = ceil(total / 2^16). Most blocks lie
+    in cells of one value, looked up in a 64K-entry guide table (cache-resident); only for
+    the others (a few %) is the low part u - h B drawn, uniform in [0, B), and the cell
+    found by comparison. u >= total (only in the last block, P < 2^16 / total) is rejected and the
+    whole draw repeated, so u is uniform on [0, total) and the law is exact.
+    """
+
+    def __init__(self, cdf: NDArray[np.int64], values: NDArray[np.integer[Any]]) -> None:
+        self.cdf = cdf
+        self.total = int(cdf[-1])
+        if self.total < 1 << 32:
+            raise ValueError("TableSampler needs total >= 2^32")
+        self.block = -(-self.total // GUIDE_BLOCKS)
+        self.values = _read_only(np.asarray(values, dtype=np.int32))
+        self.unresolved = int(np.iinfo(np.int32).min)
+        starts = np.arange(GUIDE_BLOCKS, dtype=np.int64) * self.block
+        ends = starts + (self.block - 1)
+        # The first cell of each block; the last block may end past total (then it is
+        # unresolved, for the rejection step).
+        self.first = _read_only(np.searchsorted(cdf, starts, side="right").astype(np.int32))
+        last = np.searchsorted(cdf, np.minimum(ends, self.total - 1), side="right")
+        self.last = _read_only(last.astype(np.int32))
+        one_value = (self.values[self.first] == self.values[last]) & (ends < self.total)
+        guide = np.where(one_value, self.values[self.first], self.unresolved)
+        self.guide = _read_only(guide.astype(np.int32))
+
+    def draw(self, rng: Rng, out: NDArray[np.int32]) -> None:
+        """Fill the contiguous int32 array `out` with independent draws."""
+        if not out.flags.c_contiguous:
+            raise ValueError("TableSampler.draw fills a contiguous array")
+        flat = out.reshape(-1)
+        tops = random_bytes(rng, 2 * flat.size).view("<u2")
+        # mode="clip" skips the bounds check: a 16-bit index is always in the 2^16 table.
+        np.take(self.guide, tops, out=flat, mode="clip")
+        unresolved = np.flatnonzero(flat == self.unresolved)
+        if unresolved.size:
+            flat[unresolved] = self._finish(rng, tops[unresolved].astype(np.int64))
+
+    def _finish(self, rng: Rng, top: NDArray[np.int64]) -> NDArray[np.int32]:
+        """Values for draws whose top part lies in an unresolved block: draw the low part."""
+        u = top * self.block + rng.integers(0, self.block, top.size)
+        rejected = u >= self.total
+        if not rejected.any():
+            return self.values[self.cells(top, u)]
+        # Fresh draws replace the rejected ones: u is uniform on [0, total) when kept.
+        fresh = np.empty(int(rejected.sum()), dtype=np.int32)
+        self.draw(rng, fresh)
+        result = np.empty(top.size, dtype=np.int32)
+        result[rejected] = fresh
+        accepted = ~rejected
+        result[accepted] = self.values[self.cells(top[accepted], u[accepted])]
+        return result
+
+    def cells(self, top: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.intp]:
+        """The cell holding each u < total (top = u // block). Most unresolved blocks hold
+        one cell boundary: one step from the block's first cell. Blocks in the far tails
+        hold more: bisection between the block's first and last cells (few steps, and the
+        cdf entries it reads stay close together)."""
+        cells = self.first[top].astype(np.intp)
+        cells += u >= self.cdf[cells]
+        far = np.flatnonzero(u >= self.cdf[cells])
+        if far.size:
+            cells[far] = _bisect(self.cdf, u[far], cells[far] + 1, self.last[top[far]])
+        return cells
 
 
-def _guide_table(
-    cdf: NDArray[np.int64], total: int, half_width: int
-) -> tuple[int, NDArray[np.int32]]:
-    """For each block of uniforms (u >> shift), the noise value if the whole block falls in
-    one cell, else _UNRESOLVED (then bisection); ~2^16+ blocks make bisection rare."""
-    bits = min(20, max(16, cdf.size.bit_length() + 4))
-    shift = max(0, total.bit_length() - bits)
-    starts = np.arange(((total - 1) >> shift) + 1, dtype=np.int64) << shift
-    ends = np.minimum(starts + ((1 << shift) - 1), total - 1)
-    first = np.searchsorted(cdf, starts, side="right")
-    last = np.searchsorted(cdf, ends, side="right")
-    noise = np.where(first == last, first - half_width, _UNRESOLVED)
-    return shift, _read_only(noise.astype(np.int32))
+def _bisect(
+    cdf: NDArray[np.int64], u: NDArray[np.int64], low: NDArray[np.intp], high: NDArray[Any]
+) -> NDArray[np.intp]:
+    """The cell of each u, known to lie in cells low..high (vectorized bisection)."""
+    low, high = low.copy(), high.astype(np.intp)
+    active = np.flatnonzero(low < high)
+    while active.size:
+        a_low, a_high = low[active], high[active]
+        mid = (a_low + a_high) >> 1
+        above = u[active] >= cdf[mid]
+        a_low = np.where(above, mid + 1, a_low)
+        a_high = np.where(above, a_high, mid)
+        low[active], high[active] = a_low, a_high
+        active = active[a_low < a_high]
+    return low
 
 
 def _read_only(array: NDArray[Any]) -> NDArray[Any]:
@@ -209,14 +297,18 @@ class HistogramEncoding(FrequencyOracle):
         values = np.asarray(values, dtype=np.int64)
         if values.size and (values.min() < 0 or values.max() >= self.domain_size):
             raise ParameterError("values", f"must be in [0, {self.domain_size})")
-        d, M = self.domain_size, self.clamp
+        d, R = self.domain_size, self.resolution
         z = np.empty((values.size, d), dtype=np.int32)
         rows = max(1, CHUNK_VALUES // d)
         for start in range(0, values.size, rows):
             chunk = values[start : start + rows]
-            noise = self.noise.sample(rng, (chunk.size, d))
-            noise[np.arange(chunk.size), chunk] += self.resolution
-            np.clip(noise, -M, M, out=z[start : start + chunk.size])
+            block = z[start : start + chunk.size]
+            self.noise.sample_reported(rng, 0, block)
+            # The true item's coordinate: a fresh draw of its own law replaces the x = 0
+            # draw there (independent of everything else, so the report's law is exact).
+            true_coordinates = np.empty(chunk.size, dtype=np.int32)
+            self.noise.sample_reported(rng, R, true_coordinates)
+            block[np.arange(chunk.size), chunk] = true_coordinates
         return {"z": z}
 
     # -- wire ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,11 @@ from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.histogram import (
     CHUNK_VALUES,
+    GUIDE_BLOCKS,
     MAX_RESOLUTION,
     GridNoise,
     HistogramEncoding,
+    TableSampler,
     grid_noise,
 )
 from ldptel.client.oracles.she import SummationHistogramEncoding
@@ -36,19 +39,28 @@ def discrete_laplace_variance(a: float) -> float:
     return 2 * a / (1 - a) ** 2
 
 
-class ReplayRng:
-    """An Rng whose integer draws are given (to test the sampler's inversion exactly)."""
+class ScriptedRng:
+    """An Rng whose integer draws are scripted: `answers(high, size)` per call, in order."""
 
-    def __init__(self, draws: NDArray[np.int64]) -> None:
-        self.draws = draws
+    def __init__(self, *answers: Callable[[int, int], NDArray[np.int64]]) -> None:
+        self.answers = list(answers)
+        self.calls: list[int] = []
 
     def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]:
         raise AssertionError("the grid sampler draws no floats")
 
     def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]:
-        assert (low, int(np.prod(size))) == (0, self.draws.size)
-        assert self.draws.max() < high
-        return self.draws.reshape(size)
+        assert low == 0
+        self.calls.append(high)
+        return self.answers.pop(0)(high, int(np.prod(size))).reshape(size)
+
+
+def highest(high: int, size: int) -> NDArray[np.int64]:
+    return np.full(size, high - 1, dtype=np.int64)
+
+
+def lowest(high: int, size: int) -> NDArray[np.int64]:
+    return np.zeros(size, dtype=np.int64)
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -110,17 +122,47 @@ def test_parameters_are_validated() -> None:
 
 
 # -- the sampler -----------------------------------------------------------------------------
-@pytest.mark.parametrize(("eps", "R"), [(1.0, 64), (0.002, 64), (4.0, 2)])
-def test_the_sampler_inverts_the_cdf_exactly_at_every_cell_boundary(eps: float, R: int) -> None:
-    # Uniform draws at both sides of every cell boundary, through the guide table and the
-    # bisection fallback alike: u falls in cell i iff cdf[i-1] <= u < cdf[i].
+def cell_of(cdf: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.intp]:
+    """The reference inversion: u is in cell i iff cdf[i-1] <= u < cdf[i]."""
+    return np.searchsorted(cdf, u, side="right")
+
+
+@pytest.mark.parametrize(("eps", "R"), [(1.0, 64), (0.002, 64), (4.0, 2), (300.0, 64)])
+def test_the_sampler_inverts_the_cdf_exactly_at_every_cell_and_block_boundary(
+    eps: float, R: int
+) -> None:
+    # Both stages, at both sides of every cell boundary and at both ends of every block:
+    # a block the guide resolves holds one value from end to end (so everywhere, the
+    # inversion being monotone); the low-part stage finds the exact cell of any u.
     noise = grid_noise(eps, R)
-    cdf = noise.cdf.astype(np.int64)
-    draws = np.unique(np.concatenate(([0], cdf[:-1] - 1, cdf[:-1], [noise.total - 1])))
-    cell = np.searchsorted(cdf, draws, side="right")
-    assert np.all((np.concatenate(([0], cdf))[cell] <= draws) & (draws < cdf[cell]))
-    sampled = noise.sample(ReplayRng(draws), (draws.size,))
-    assert np.array_equal(sampled, cell - noise.half_width)
+    for sampler in [noise._noise_sampler, *noise._report_samplers.values()]:
+        cdf, block = sampler.cdf, sampler.block
+        starts = np.arange(GUIDE_BLOCKS, dtype=np.int64) * block
+        ends = np.minimum(starts + block - 1, noise.total - 1)
+        resolved = sampler.guide != sampler.unresolved
+        assert resolved.any() and not resolved[-1]  # the last block may reject
+        for edge in (starts, ends):
+            truth = sampler.values[cell_of(cdf, edge)]
+            assert np.array_equal(sampler.guide[resolved], truth[resolved])
+        u = np.unique(np.concatenate((starts, ends, cdf[:-1] - 1, cdf[:-1], [noise.total - 1])))
+        cells = sampler.cells(u // block, u)
+        assert np.array_equal(cells, cell_of(cdf, u))
+
+
+def test_a_draw_past_the_total_is_rejected_and_drawn_afresh() -> None:
+    # total = 2^32 + 1: the last of the 2^16 blocks (B = 65537) ends 65535 past the total.
+    sampler = TableSampler(np.array([2**31, 2**32 + 1], dtype=np.int64), np.array([7, 9]))
+    assert sampler.block == 65537 and sampler.guide[-1] == sampler.unresolved
+    # Top bits all ones (last block), low part 0: u = 2^32 - 1 < total, kept: cell 1.
+    kept = ScriptedRng(highest, lowest)
+    out = np.empty(3, dtype=np.int32)
+    sampler.draw(kept, out)
+    assert out.tolist() == [9, 9, 9] and kept.calls == [2**56, 65537]
+    # Highest low part: u = 2^32 + 65535 >= total, rejected; the fresh draw (top bits 0)
+    # lands in block 0, which the guide resolves to cell 0.
+    rejected = ScriptedRng(highest, highest, lowest)
+    sampler.draw(rejected, out)
+    assert out.tolist() == [7, 7, 7] and rejected.calls == [2**56, 65537, 2**56]
 
 
 def sample_law(noise: GridNoise, size: int, seed: int) -> NDArray[np.int64]:
@@ -182,21 +224,63 @@ def test_a_report_is_the_one_hot_grid_vector_plus_clamped_noise() -> None:
     oracle = SummationHistogramEncoding(epsilon=1.0, domain_size=5, resolution=64)
     values = np.array([0, 4, 2, 2], dtype=np.int64)
     z = oracle.perturb_batch(values, np.random.default_rng(1))["z"]
-    noise = oracle.noise.sample(np.random.default_rng(1), (4, 5))
-    noise[np.arange(4), values] += 64
-    assert z.dtype == np.int32 and np.array_equal(z, noise)  # no clamp this far in
+    # The same draws by hand: clamp(0 + noise) everywhere, then each true coordinate
+    # replaced by a fresh clamp(R + noise).
+    rng = np.random.default_rng(1)
+    expected = np.empty((4, 5), dtype=np.int32)
+    oracle.noise.sample_reported(rng, 0, expected)
+    true_coordinates = np.empty(4, dtype=np.int32)
+    oracle.noise.sample_reported(rng, 64, true_coordinates)
+    expected[np.arange(4), values] = true_coordinates
+    assert z.dtype == np.int32 and np.array_equal(z, expected)
     with pytest.raises(ParameterError, match="values"):
         oracle.perturb_batch(np.array([5]), np.random.default_rng(1))
 
 
+def pooled_p_value(observed: NDArray[np.int64], probabilities: NDArray[np.float64]) -> float:
+    """Chi-square goodness of fit, consecutive outputs pooled to >= 20 expected."""
+    expected = probabilities * observed.sum()
+    groups = (np.cumsum(expected) // 20).astype(np.int64)
+    obs = np.bincount(groups, weights=observed)
+    exp = np.bincount(groups, weights=expected)
+    keep = exp > 0
+    return float(stats.chisquare(obs[keep], exp[keep] * obs.sum() / exp[keep].sum()).pvalue)
+
+
+@pytest.mark.parametrize(("eps", "R"), [(1.0, 64), (4.0, 16), (0.05, 256), (300.0, 64)])
+def test_reported_coordinates_follow_the_clamped_law_exactly_claimed(eps: float, R: int) -> None:
+    # Every coordinate of a report, the true one (law of x = R) and the others (x = 0),
+    # against probabilities(x), which the estimators and the privacy proof use; (0.05, 256)
+    # puts mass on the clamped ends +-M.
+    oracle = SummationHistogramEncoding(epsilon=eps, domain_size=4, resolution=R)
+    values = np.repeat(np.arange(4), 50_000)
+    z = oracle.perturb_batch(values, np.random.default_rng(11))["z"].astype(np.int64)
+    M = oracle.clamp
+    is_true = values[:, None] == np.arange(4)
+    for x, coordinates in [(R, z[is_true]), (0, z[~is_true])]:
+        observed = np.bincount(coordinates + M, minlength=2 * M + 1)
+        assert pooled_p_value(observed, oracle.noise.probabilities(x)) > 1e-4, x
+
+
+def test_the_report_law_check_detects_a_wrong_true_coordinate() -> None:
+    # The x = R law checked against the x = R/2 law (the check above would fail).
+    oracle = SummationHistogramEncoding(epsilon=1.0, domain_size=4, resolution=64)
+    shifted = np.empty(200_000, dtype=np.int32)
+    oracle.noise.sample_reported(np.random.default_rng(11), 0, shifted)
+    observed = np.bincount(shifted + 32 + oracle.clamp, minlength=2 * oracle.clamp + 1)
+    assert pooled_p_value(observed, oracle.noise.probabilities(64)) < 1e-4
+
+
 def test_big_batches_are_drawn_in_chunks() -> None:
-    oracle = SummationHistogramEncoding(epsilon=1.0, domain_size=1000)
+    # epsilon 8: noise sd ~23 grid units, so 100 rows' mean of z_0 is R = 64 +- ~2.3.
+    oracle = SummationHistogramEncoding(epsilon=8.0, domain_size=1000)
     n = 3 * CHUNK_VALUES // 1000 + 7
     z = oracle.perturb_batch(np.zeros(n, dtype=np.int64), np.random.default_rng(2))["z"]
     assert z.shape == (n, 1000)
     assert np.all(np.abs(z) <= oracle.clamp)
-    # Item 0 carries R in every row, in every chunk: its mean is far above the others'.
-    assert z[-100:, 0].mean() > 40 > abs(z[-100:, 1:].mean())
+    # Item 0 carries R in every row, in every chunk (the last one partial).
+    for rows in (z[:100], z[n // 2 : n // 2 + 100], z[-100:]):
+        assert rows[:, 0].mean() > 40 > abs(rows[:, 1:].mean())
 
 
 def test_the_os_csprng_drives_the_client_by_default() -> None:
