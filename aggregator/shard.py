@@ -23,6 +23,7 @@ from ldptel.aggregator.state import StateKey, add_delta
 from ldptel.client.errors import LdptelError
 from ldptel.client.oracles import FrequencyOracle, ReportBatch
 from ldptel.collector import keys
+from ldptel.collector.connection import SLOT_MOVED_ERRORS, node_client, refresh_slots
 
 #: Support is counted on at most this many (report x support item) cells at once, so the
 #: oracle's temporaries stay bounded (memory flat in n) whatever the read size.
@@ -188,7 +189,18 @@ class ShardStep:
 
     def run(self, lease_token: str, max_entries: int) -> StepResult:
         """Read up to `max_entries` entries after the checkpoint and apply them atomically."""
-        with self.client.pipeline(transaction=True) as pipe:
+        try:
+            return self._run_on_node(lease_token, max_entries)
+        except SLOT_MOVED_ERRORS:
+            # Redis Cluster: the shard's slot moved since the slot map was read. MOVED/ASK/
+            # TRYAGAIN come before EXEC ran, so nothing was applied: re-read the map, retry.
+            refresh_slots(self.client)
+            return self._run_on_node(lease_token, max_entries)
+
+    def _run_on_node(self, lease_token: str, max_entries: int) -> StepResult:
+        # Every key of the step shares the shard's hash tag: one slot, one node.
+        client = node_client(self.client, self.checkpoint)
+        with client.pipeline(transaction=True) as pipe:
             try:
                 return self._step(pipe, lease_token, max_entries)
             except redis.WatchError:

@@ -36,16 +36,21 @@ def add_redis_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--redis-url",
         default=None,
-        help=f"Redis of the collector (default: $LDPTEL_REDIS_URL or {DEFAULT_REDIS_URL})",
+        help="Redis of the collector, redis+cluster://host:port[,host:port...] for a Redis "
+        f"Cluster (default: $LDPTEL_REDIS_URL or {DEFAULT_REDIS_URL})",
     )
 
 
 def redis_client(url: str | None) -> Any:
     import os
 
-    import redis
+    from ldptel.cli.main import CliError
+    from ldptel.collector.connection import REDIS_ERRORS, connect
 
-    return redis.Redis.from_url(url or os.environ.get("LDPTEL_REDIS_URL") or DEFAULT_REDIS_URL)
+    try:
+        return connect(url or os.environ.get("LDPTEL_REDIS_URL") or DEFAULT_REDIS_URL)
+    except REDIS_ERRORS as error:  # a cluster client connects at once
+        raise CliError(f"Redis: {error}") from error
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:

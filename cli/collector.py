@@ -30,8 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--redis-url",
         default=os.environ.get("LDPTEL_REDIS_URL"),
-        help="Redis to store into (default $LDPTEL_REDIS_URL, else a private redis-server "
-        "with its data in ./.ldptel/redis)",
+        help="Redis to store into, redis+cluster://host:port[,host:port...] for a Redis "
+        "Cluster (default $LDPTEL_REDIS_URL, else a private redis-server with its data in "
+        "./.ldptel/redis)",
     )
     serve.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     serve.add_argument("--threads", type=int, default=8, help="threads per worker (default 8)")
@@ -74,13 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "serve":
         return _serve(args)
-    import redis
-
     from ldptel.cli.main import CliError
+    from ldptel.collector.connection import REDIS_ERRORS
 
     try:
         return _token(args) if args.action == "token" else _campaign(args)
-    except redis.RedisError as error:
+    except REDIS_ERRORS as error:
         raise CliError(f"Redis: {error}") from error
 
 
@@ -114,9 +114,9 @@ def _redis(url: str | None) -> Any:
             "no Redis: pass --redis-url, set LDPTEL_REDIS_URL, or run `ldptel collector serve` "
             "in this directory"
         )
-    import redis
+    from ldptel.collector.connection import connect
 
-    return redis.Redis.from_url(url)
+    return connect(url)
 
 
 def _token(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import redis
 from flask import Flask, Request, Response, g, jsonify, request
 from redis.backoff import ExponentialBackoff
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 from werkzeug.exceptions import HTTPException
 
@@ -23,6 +24,7 @@ from ldptel.client.errors import LdptelError
 from ldptel.collector import metrics
 from ldptel.collector.auth import IngestAuth, RateLimit, check_admin, create_token
 from ldptel.collector.body import check_headers, gunzip_capped, parse_json, read_capped
+from ldptel.collector.connection import connect as redis_connect
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.collector.ingest import Ingestor, check_idempotency_key, parse_batch
 from ldptel.collector.registry import CampaignRetiredError, Registry
@@ -34,13 +36,14 @@ ERROR_LOG = logging.getLogger("ldptel.collector")
 EXTENSION = "ldptel.collector"
 
 
-def connect(config: CollectorConfig) -> redis.Redis:
-    """A client with its own connection pool (one per worker process, made after fork).
+def connect(config: CollectorConfig) -> Any:
+    """A client with its own connection pool (one per worker process, made after fork); a
+    Redis Cluster client for a `redis+cluster://` URL (collector/connection.py).
 
     One quick retry reconnects a pooled connection that a Redis restart broke; an ingest
     script that ran but whose reply was lost is then answered from its idempotency mark.
     """
-    return redis.Redis.from_url(
+    return redis_connect(
         config.redis_url,
         socket_timeout=config.redis_socket_timeout,
         socket_connect_timeout=min(config.redis_socket_timeout, 2.0),
@@ -169,8 +172,10 @@ def _register_errors(app: Flask) -> None:
         api.headers.update(headers)
         return _error_response(api)
 
+    # One handler per class: a cluster client also raises RedisClusterException.
     @app.errorhandler(redis.RedisError)
-    def redis_error(error: redis.RedisError) -> tuple[Response, int, dict[str, str]]:
+    @app.errorhandler(RedisClusterException)
+    def redis_error(error: Exception) -> tuple[Response, int, dict[str, str]]:
         metrics.REDIS_ERRORS.inc()
         ERROR_LOG.warning(json.dumps({"event": "redis_error", "type": type(error).__name__}))
         return _error_response(unavailable(_collector().config.retry_after_seconds))

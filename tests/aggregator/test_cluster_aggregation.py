@@ -1,0 +1,172 @@
+"""The aggregator on a real Redis Cluster (three masters on loopback): workers count every
+entry exactly once, the window report equals a single server's for the same entries, and a
+shard step whose slot moved to another node re-reads the slot map and applies once."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+from stream_entries import make_config, register, simulate
+
+from ldptel.aggregator import shard as shard_module
+from ldptel.aggregator.lease import Lease
+from ldptel.aggregator.registry import Registry
+from ldptel.aggregator.report import build_window, load_window
+from ldptel.aggregator.shard import ShardStep
+from ldptel.aggregator.state import StateKey, list_states, read_state
+from ldptel.aggregator.worker import Worker
+from ldptel.collector import keys
+from ldptel.collector.connection import connect
+
+pytestmark = pytest.mark.slow
+
+WINDOW = 1_700_006_400
+SHARDS = 6
+REPORTS = 6000
+
+
+def populate(client: Any, shards: int = SHARDS, reports: int = REPORTS) -> Any:
+    """The same registry and stream entries on any Redis (fixed seeds)."""
+    config = make_config("screens", shards=shards)
+    register(client, config)
+    values = np.random.default_rng(5).integers(0, 8, reports)
+    simulate(client, config, values, window=WINDOW, batch_size=100, seed=11)
+    return config
+
+
+def states(client: Any, config: Any) -> dict[tuple[int, StateKey], dict[bytes, bytes]]:
+    """Every shard's window state hashes, by (shard, state)."""
+    return {
+        (shard, state): client.hgetall(state.redis_key(config.name, shard))
+        for shard in range(config.shards)
+        for state in list_states(client, config.name, [shard])
+    }
+
+
+def test_a_worker_on_the_cluster_reports_what_a_single_server_reports(
+    cluster_client: Any, redis_client: Any
+) -> None:
+    config = populate(cluster_client)
+    populate(redis_client)
+
+    on_cluster = Worker(cluster_client, worker_id="cluster", batch_entries=7).run_pass()
+    on_server = Worker(redis_client, worker_id="single", batch_entries=7).run_pass()
+
+    assert (on_cluster.entries, on_cluster.reports, on_cluster.shards) == (60, REPORTS, SHARDS)
+    assert on_server.reports == REPORTS
+    assert Worker(cluster_client).run_pass().entries == 0  # nothing is counted twice
+    nodes = {
+        cluster_client.get_node_from_key(keys.checkpoint(config.name, shard)).name
+        for shard in range(SHARDS)
+    }
+    assert len(nodes) == 3, "the shards' states and checkpoints live on all three masters"
+    assert states(cluster_client, config) == states(redis_client, config)
+    documents = [
+        build_window(client, Registry(client), config.name, WINDOW, built_at=0)
+        for client in (cluster_client, redis_client)
+    ]
+    assert documents[0] == documents[1]
+    assert documents[0]["reports"][0]["n"] == REPORTS
+    stored = load_window(cluster_client, config.name, WINDOW)
+    assert stored is not None and stored["reports"][0]["n"] == REPORTS
+
+
+def test_workers_racing_on_the_cluster_count_every_report_once(
+    cluster_client: Any, redis_cluster_url: str
+) -> None:
+    config = populate(cluster_client)
+    clients = [connect(redis_cluster_url) for _ in range(3)]
+    workers = [
+        Worker(client, worker_id=f"w{i}", batch_entries=3, build_reports=False)
+        for i, client in enumerate(clients)
+    ]
+    threads = [threading.Thread(target=worker.run_pass) for worker in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    Worker(cluster_client, build_reports=False).run_pass()  # whatever a skipped shard left
+
+    state = StateKey(WINDOW, config.config_id)
+    n, support = read_state(cluster_client, config.name, range(SHARDS), state, 8)
+    assert n == REPORTS
+    assert support.sum() == REPORTS  # DE: each report supports exactly one item
+    for client in clients:
+        client.close()
+
+
+def move_slot(cluster: Any, key: str, target: Any = None) -> Any:
+    """Reshard `key`'s slot, keys included, to `target` (default another master), as
+    redis-cli reshard does; returns the node it was on."""
+    slot = cluster.keyslot(key)
+    source = cluster.get_node_from_key(key)
+    if target is None:
+        target = next(node for node in cluster.get_primaries() if node.name != source.name)
+    src, dst = (cluster.get_redis_connection(node) for node in (source, target))
+    src_id, dst_id = (client.execute_command("CLUSTER MYID") for client in (src, dst))
+    dst.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", src_id)
+    src.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", dst_id)
+    while moving := src.execute_command("CLUSTER GETKEYSINSLOT", slot, 100):
+        src.execute_command("MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *moving)
+    for node in cluster.get_primaries():
+        cluster.get_redis_connection(node).execute_command("CLUSTER SETSLOT", slot, "NODE", dst_id)
+    cluster.nodes_manager.initialize()
+    return source
+
+
+def test_a_step_whose_slot_moved_rereads_the_slot_map_and_applies_once(
+    cluster_client: Any, redis_cluster_url: str, monkeypatch: Any
+) -> None:
+    config = populate(cluster_client, shards=1, reports=1000)
+    worker_client = connect(redis_cluster_url)  # reads the slot map now
+    lease = Lease(worker_client, keys.lease(config.name, 0), "w")
+    assert lease.acquire()
+    stream = keys.stream(config.name, 0)
+    before = move_slot(cluster_client, stream)
+    refreshes = []
+    real_refresh = shard_module.refresh_slots
+
+    def refresh(client: Any) -> None:
+        refreshes.append(client)
+        real_refresh(client)
+
+    monkeypatch.setattr(shard_module, "refresh_slots", refresh)
+
+    result = ShardStep(worker_client, Registry(worker_client), config.name, 0).run(
+        lease.token, 1000
+    )
+
+    assert refreshes == [worker_client], "the stale slot map answered MOVED"
+    assert worker_client.get_node_from_key(stream).name != before.name
+    assert (result.entries, result.reports, result.lost) == (10, 1000, False)
+    state = StateKey(WINDOW, config.config_id)
+    assert read_state(cluster_client, config.name, [0], state, 8)[0] == 1000
+    worker_client.close()
+    move_slot(cluster_client, stream, before)  # the other tests expect the initial layout
+
+
+def test_a_crash_before_exec_applies_nothing_on_the_cluster(
+    cluster_client: Any, monkeypatch: Any
+) -> None:
+    config = populate(cluster_client, shards=1, reports=500)
+    lease = Lease(cluster_client, keys.lease(config.name, 0), "w")
+    assert lease.acquire()
+    step = ShardStep(cluster_client, Registry(cluster_client), config.name, 0)
+
+    import redis.client
+
+    def crash(self: Any, raise_on_error: bool = True) -> None:
+        raise ConnectionError("worker died before EXEC")
+
+    # The step runs a plain pipeline on the slot's node (not redis-py's ClusterPipeline).
+    with monkeypatch.context() as patched:
+        patched.setattr(redis.client.Pipeline, "execute", crash)
+        with pytest.raises(ConnectionError):
+            step.run(lease.token, 3)
+    assert cluster_client.get(keys.checkpoint(config.name, 0)) is None
+    assert list_states(cluster_client, config.name, [0]) == []
+
+    assert step.run(lease.token, 1000).reports == 500
