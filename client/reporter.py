@@ -152,6 +152,7 @@ class Reporter:
         self._flushing = 0
         self._unsent = 0
         self._since_checkpoint = 0
+        self._pruned_at = 0.0
         self._failures = 0
         self._hold_until = 0.0
         self._batch_limit = self.settings.batch_size

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ldptel.client import spool
+from ldptel.client import ledger, spool
 from ldptel.client.transport import Outcome, backoff_delay
 
 if TYPE_CHECKING:
@@ -22,6 +22,8 @@ LOG = logging.getLogger("ldptel.client")
 MAX_NAP = 5.0
 #: After an unexpected error the loop pauses this long, then carries on.
 ERROR_NAP = 1.0
+#: Seconds between prunings of the ledger's past windows (ledger.KEEP_WINDOWS_SECONDS).
+PRUNE_EVERY = 3600.0
 
 
 class Sender(threading.Thread):
@@ -60,6 +62,9 @@ def step(reporter: Reporter) -> float:
         spool.enforce_bounds(
             conn, settings.max_spool_rows, settings.max_spool_bytes, settings.max_dead_letters
         )
+        if now - reporter._pruned_at >= PRUNE_EVERY:  # past windows' ledger rows
+            ledger.prune(conn, now)
+            reporter._pruned_at = now
         if now < reporter._hold_until:  # backing off: the collector is down or busy
             return min(MAX_NAP, reporter._hold_until - now)
         force = reporter._flushing > 0 or reporter._closed

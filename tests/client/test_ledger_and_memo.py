@@ -146,3 +146,22 @@ def test_memo_cost_rule_for_resent_reports(tmp_path):
     assert len({d.report for d in draws}) == 1
     # A fresh process (no in-memory cache) finds the same memo on disk.
     assert Randomizer(config, conn, b"k" * 32).draw(conn, 5).report == draws[0].report
+
+
+def test_the_sender_prunes_past_windows_but_keeps_the_lifetime_total(
+    collector, open_reporter, state_dir
+):
+    from ldptel.client import sender
+
+    collector.campaign(reports_per_window=10)
+    conn = open_state(state_dir, (ledger.SCHEMA,))
+    long_ago = 1_000_000  # a window that ended decades ago
+    with transaction(conn):
+        charge(conn, "colors", long_ago, 60, 1.0, Budget(10, 10.0, 10.0))
+    reporter = open_reporter()
+    assert reporter.report("colors", "red")
+    sender.step(reporter)
+    windows = conn.execute("SELECT window_start FROM ledger_windows").fetchall()
+    assert (long_ago,) not in windows and len(windows) == 1  # this window's row stays
+    assert reporter.privacy_spent("colors").lifetime_epsilon == pytest.approx(2.0)
+    conn.close()
