@@ -98,8 +98,10 @@ class SubsetSelection(PureOracle):
     def _perturb_chunk(self, values: NDArray[np.int64], rng: Rng) -> NDArray[np.uint8]:
         n, d, k = values.size, self.domain_size, self.k
         include = rng.random(n) < self.p
-        rows = np.arange(n)
-        bits = np.zeros((n, d), dtype=np.uint8)
+        # Row r's bits are bits[r d : (r+1) d]: flat indices make every step 1-d gathers
+        # and scatters (2-d fancy indexing costs several times more).
+        bits = np.zeros(n * d, dtype=np.uint8)
+        starts = np.arange(n, dtype=np.intp) * d
         # Floyd's algorithm (Bentley & Floyd, CACM 1987) draws a uniform m-subset of the
         # N = d-1 other items in m steps: for j = N-m .. N-1, add a uniform t in [0, j], or
         # j itself if t is already in. Rows needing k items start one step before the rows
@@ -108,16 +110,21 @@ class SubsetSelection(PureOracle):
         # floor(u (j+1)) is uniform on [0, j] up to the 2^-53 grid of u.
         uniforms = rng.random((k, n))
         others = d - 1
+        excluded = np.flatnonzero(~include)
         for step, j in enumerate(range(others - k, others)):
-            active = rows if step else rows[~include]
-            t = (uniforms[step, active] * (j + 1)).astype(np.int64)
-            owner = values[active]
-            t_item = t + (t >= owner)
-            j_item = j + (j >= owner)
-            taken = bits[active, t_item].astype(bool)
-            bits[active, np.where(taken, j_item, t_item)] = 1
-        bits[rows, values] = include
-        return pack_bits(bits)
+            if step:
+                owner, start, uniform = values, starts, uniforms[step]
+            else:
+                owner, start, uniform = values[excluded], starts[excluded], uniforms[0, excluded]
+            t = (uniform * (j + 1)).astype(np.intp)
+            t += t >= owner
+            t += start
+            j_item = start + j
+            j_item += j >= owner
+            np.copyto(t, j_item, where=bits[t].view(np.bool_))
+            bits[t] = 1
+        bits[starts + values] = include
+        return pack_bits(bits.reshape(n, d))
 
     def encode(self, batch: ReportBatch) -> list[WireReport]:
         return [{"bits": text} for text in encode_bit_vectors(batch["bits"])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from contract_checks import Z_LIMIT, event_z, variance_ratios, z_scores
+from scipy import stats
 
 from ldptel.client.audit import exact_audit, sampled_audit
 from ldptel.client.errors import ParameterError, ReportError
@@ -96,6 +98,34 @@ def test_every_report_is_a_k_subset() -> None:
     bits = np.unpackbits(batch["bits"], axis=1, count=37)
     assert np.all(bits.sum(axis=1) == oracle.k)
     assert oracle.decode(oracle.encode(batch))["bits"].tobytes() == batch["bits"].tobytes()
+
+
+def subset_p_value(oracle: SubsetSelection, value: int, seed: int, claimed_p: float) -> float:
+    """Chi-square fit of the reported subsets (all of them) for one true value to
+    P[S | v] = p / C(d-1, k-1) if v in S, else (1-p) / C(d-1, k)."""
+    d, k, n = oracle.domain_size, oracle.k, 120_000
+    batch = oracle.perturb_batch(np.full(n, value), np.random.default_rng(seed))
+    bits = np.unpackbits(batch["bits"], axis=1, count=d).astype(np.int64)
+    codes = bits @ (1 << np.arange(d))
+    subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(d), k)]
+    observed = np.array([np.count_nonzero(codes == code) for code in subsets])
+    with_v = np.array([(code >> value) & 1 for code in subsets], dtype=bool)
+    law = np.where(
+        with_v, claimed_p / math.comb(d - 1, k - 1), (1 - claimed_p) / math.comb(d - 1, k)
+    )
+    assert observed.sum() == n
+    return float(stats.chisquare(observed, law * n).pvalue)
+
+
+@pytest.mark.parametrize(("d", "k", "value"), [(6, 2, 0), (6, 3, 5), (7, 1, 3), (5, 4, 2)])
+def test_every_subset_has_exactly_its_probability(d: int, k: int, value: int) -> None:
+    oracle = SubsetSelection(epsilon=1.0, domain_size=d, k=k)
+    assert subset_p_value(oracle, value, seed=d * 10 + k, claimed_p=oracle.p) > 1e-4
+
+
+def test_the_subset_law_check_detects_a_slightly_wrong_inclusion_probability() -> None:
+    oracle = SubsetSelection(epsilon=1.0, domain_size=6, k=2)
+    assert subset_p_value(oracle, 0, seed=62, claimed_p=oracle.p * 1.03) < 1e-4
 
 
 @pytest.mark.parametrize(("d", "eps"), [(8, 1.0), (12, 3.0)])
