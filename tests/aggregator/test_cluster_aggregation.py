@@ -170,3 +170,34 @@ def test_a_crash_before_exec_applies_nothing_on_the_cluster(
     assert list_states(cluster_client, config.name, [0]) == []
 
     assert step.run(lease.token, 1000).reports == 500
+
+
+def test_a_step_whose_connection_dies_while_watching_applies_nothing(
+    cluster_client: Any, redis_cluster_url: str
+) -> None:
+    # After a connection error, redis-py's ClusterPipeline (8.1) re-sends MULTI/EXEC on a new
+    # connection without the WATCH; the slot owner's plain pipeline raises WatchError instead.
+    config = populate(cluster_client, shards=1, reports=500)
+    lease = Lease(cluster_client, keys.lease(config.name, 0), "w")
+    assert lease.acquire()
+    step = ShardStep(cluster_client, Registry(cluster_client), config.name, 0)
+    other_client = connect(redis_cluster_url)
+    parse = step._parse
+
+    def parse_then_lose_the_connection(entries: Any) -> Any:
+        parsed = parse(entries)
+        node = cluster_client.get_node_from_key(keys.stream(config.name, 0))
+        killer = connect(f"redis://{node.host}:{node.port}/0")
+        killer.execute_command("CLIENT KILL TYPE normal SKIPME yes")
+        killer.close()
+        # Meanwhile another worker counts the same entries and moves the checkpoint.
+        rival = ShardStep(other_client, Registry(other_client), config.name, 0)
+        assert rival.run(lease.token, 1000).reports == 500
+        return parsed
+
+    step._parse = parse_then_lose_the_connection  # type: ignore[method-assign]
+    assert step.run(lease.token, 1000).lost
+
+    state = StateKey(WINDOW, config.config_id)
+    assert read_state(cluster_client, config.name, [0], state, 8)[0] == 500
+    other_client.close()
