@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
@@ -36,6 +36,7 @@ SCREENS = (
 )  # fmt: skip
 BATCH = 1000
 THREADS = 4
+SDK_USERS = 100
 ADMIN_APP = "demo"
 
 
@@ -57,9 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sdk-users",
         type=int,
-        default=100,
+        default=None,
         metavar="K",
-        help="how many of the users report through the client SDK (default 100)",
+        help=f"how many of the users report through the client SDK (default {SDK_USERS}, "
+        "at most n)",
     )
     parser.add_argument(
         "--html",
@@ -188,12 +190,7 @@ def post_reports(
 
     with ThreadPoolExecutor(THREADS) as pool:
         futures = [pool.submit(send, start, s) for start, s in zip(starts, seeds, strict=True)]
-        try:
-            return sum(future.result() for future in futures)
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+        return sum(wait_all(futures))
 
 
 def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stage) -> None:
@@ -214,19 +211,48 @@ def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stag
         tempfile.TemporaryDirectory(prefix="ldptel-demo-users-") as root,
         ThreadPoolExecutor(THREADS) as pool,
     ):
-        for future in [pool.submit(one_user, root, u, label) for u, label in enumerate(labels)]:
-            future.result()
+        futures = [pool.submit(one_user, root, u, label) for u, label in enumerate(labels)]
+        wait_all(futures)
+
+
+def wait_all(futures: list[Future[Any]]) -> list[Any]:
+    """The futures' results; on an error or Ctrl-C the ones not started yet are cancelled, so
+    leaving the pool waits only for the few running ones."""
+    try:
+        return [future.result() for future in futures]
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+
+
+def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
+    """The demo campaign, validated here (one clear error before anything is started)."""
+    from ldptel.client.campaign import CampaignConfig
+
+    campaign = {
+        "name": CAMPAIGN,
+        "oracle": args.oracle or default_oracle(),
+        "epsilon": args.epsilon,
+        "domain": item_names(args.domain_size),
+        "shards": 2,
+    }
+    CampaignConfig.from_dict(campaign).build_oracle()
+    return campaign
 
 
 def run(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise ParameterError("n", "must be >= 1")
+    if args.sdk_users is None:
+        args.sdk_users = min(SDK_USERS, args.n)
     if not 0 <= args.sdk_users <= args.n:
         raise ParameterError("sdk_users", "must be in [0, n]")
     if not 2 <= args.domain_size <= 4096:
         raise ParameterError("domain_size", "must be in [2, 4096] for the demo")
+    campaign = demo_campaign(args)
     with sigterm_as_interrupt(), ExitStack() as stack:
-        return _demo(args, stack)
+        return _demo(args, campaign, stack)
 
 
 def _step(description: str, action: Callable[[], Any]) -> Any:
@@ -239,7 +265,7 @@ def _step(description: str, action: Callable[[], Any]) -> Any:
         stage.close()
 
 
-def _demo(args: argparse.Namespace, stack: ExitStack) -> int:
+def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) -> int:
     import logging
 
     import redis
@@ -260,14 +286,7 @@ def _demo(args: argparse.Namespace, stack: ExitStack) -> int:
         logging.getLogger(quiet).setLevel(logging.WARNING)
     base_url = stack.enter_context(serve(app))
 
-    names = item_names(args.domain_size)
-    campaign = {
-        "name": CAMPAIGN,
-        "oracle": args.oracle or default_oracle(),
-        "epsilon": args.epsilon,
-        "domain": names,
-        "shards": 2,
-    }
+    names = campaign["domain"]
     created = _step(
         "registering campaign", lambda: admin_post(base_url, "/v1/campaigns", admin_token, campaign)
     )

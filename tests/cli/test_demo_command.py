@@ -1,0 +1,82 @@
+"""`ldptel demo` at its edges: a tiny run, bad parameters, and Ctrl-C in the middle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ldptel_command import ldptel, one_line_error
+
+
+def test_a_tiny_demo_says_not_enough_reports(tmp_path: Path) -> None:
+    done = ldptel("demo", "--n", "10", "--html", str(tmp_path / "tiny.html"))
+
+    assert done.returncode == 0, done.stderr
+    assert "n = 10 " in done.stdout
+    assert "not enough reports: n = 10 < 100" in done.stdout
+    assert "not enough reports" in (tmp_path / "tiny.html").read_text()
+
+
+def test_bad_parameters_fail_in_one_line_before_anything_starts() -> None:
+    one_line_error(ldptel("demo", "--epsilon", "nan"), "demo", "epsilon")
+    one_line_error(ldptel("demo", "--oracle", "nope"), "demo", "oracle")
+    one_line_error(ldptel("demo", "--n", "5", "--sdk-users", "6"), "demo", "sdk_users")
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_ctrl_c_while_users_report_stops_everything_it_started(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "demo", "--n", "200000", "--sdk-users", "5000",
+         "--html", str(tmp_path / "never.html")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        interrupt_during_the_sdk_stage(process)
+    finally:  # a failing run must not leave the demo or its redis-server behind
+        for pid in [*children(process.pid), process.pid]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
+
+
+def interrupt_during_the_sdk_stage(process: subprocess.Popen[bytes]) -> None:
+    seen: list[str] = []
+
+    def read() -> None:  # progress bars redraw with \r: read chunks, not lines
+        assert process.stderr is not None
+        while chunk := os.read(process.stderr.fileno(), 4096):
+            seen.append(chunk.decode(errors="replace"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 60
+    # Interrupt in the middle of the SDK stage (5000 users take far longer than this wait).
+    while "users via the SDK" not in "".join(seen) or not children(process.pid):
+        assert process.poll() is None and time.monotonic() < deadline, "".join(seen)
+        time.sleep(0.05)
+    started = children(process.pid)
+    time.sleep(0.5)
+
+    process.send_signal(signal.SIGINT)
+
+    assert process.wait(timeout=20) == 130
+    reader.join(5)
+    assert "interrupted" in "".join(seen)
+    assert started and not any(alive(child) for child in started)  # the private redis-server
