@@ -40,8 +40,10 @@ SEED_LIMIT = 2**32
 # large enough to amortize numpy's per-call overhead, small enough that the hash's few
 # temporaries stay in a core's L2 cache; never an n x d matrix.
 _CHUNK_PAIRS = 1 << 16
-# A chunk's per-item match counts are summed in uint8, so a chunk has at most 255 rows.
-_MAX_CHUNK_ROWS = 255
+# A chunk's per-item match counts are summed in uint16, so a chunk has at most 65535 rows
+# (uint8 sums would cap small-d chunks at 255 rows, a few thousand pairs: numpy's per-call
+# overhead then dominates).
+_MAX_CHUNK_ROWS = 2**16 - 1
 # Batches with fewer pairs than this are counted on the calling thread alone.
 _PARALLEL_PAIRS = 1 << 20
 _WORKERS = min(4, os.cpu_count() or 1)
@@ -196,7 +198,7 @@ class LocalHashing(PureOracle):
                 self._bucket(hashes, scratch[:height, :width])
                 hits = np.equal(hashes, y_column[r0 : r0 + rows], out=match[:height, :width])
                 support[c0 : c0 + width] += np.add.reduce(
-                    hits.view(np.uint8), axis=0, dtype=np.uint8
+                    hits.view(np.uint8), axis=0, dtype=np.uint16
                 )
         return support
 

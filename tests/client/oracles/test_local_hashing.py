@@ -82,12 +82,14 @@ def test_support_is_exact_across_chunks_and_threads(
     assert np.array_equal(oracle.support(batch), naive_support(oracle, batch))
 
 
-def test_support_counts_past_a_chunks_uint8_partial_sums() -> None:
-    # Every report supports item 0, so each chunk's column 0 counts all of its rows.
+def test_support_counts_past_a_chunks_partial_sums() -> None:
+    # Every report supports item 0, so each chunk's column 0 counts all of its rows (at
+    # d = 2, 2^15 rows a chunk: past uint8, within the uint16 partial sums).
     oracle = BinaryLocalHashing(epsilon=1.0, domain_size=2)
-    seeds = np.random.default_rng(1).integers(0, 2**32, 1000).astype(np.uint32)
-    batch = {"seed": seeds, "y": oracle.buckets(np.zeros(1000, dtype=np.int64), seeds)}
-    assert oracle.support(batch)[0] == 1000
+    n = 100_000
+    seeds = np.random.default_rng(1).integers(0, 2**32, n).astype(np.uint32)
+    batch = {"seed": seeds, "y": oracle.buckets(np.zeros(n, dtype=np.int64), seeds)}
+    assert oracle.support(batch)[0] == n
 
 
 def test_support_of_batches_adds_and_of_nothing_is_zero() -> None:
