@@ -63,18 +63,26 @@ def iso(timestamp: float) -> str:
     return text.replace("+00:00", "Z")
 
 
+#: The last second of year 9999: later instants have no ISO date.
+LAST_SECOND = 253_402_300_799
+
+
 def parse_window(text: str) -> int:
     """A window start from unix seconds or an ISO date / date-time (UTC if no zone)."""
     text = text.strip()
     if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ParameterError("window", "must be unix seconds or an ISO date/time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp())
+        seconds = int(text)
+    else:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ParameterError("window", "must be unix seconds or an ISO date/time") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        seconds = int(moment.timestamp())
+    if not 0 <= seconds <= LAST_SECOND:
+        raise ParameterError("window", "must be between 1970 and the year 9999")
+    return seconds
 
 
 def significance_z(domain_size: int, false_flags: float) -> float:

@@ -37,18 +37,30 @@ def add_redis_argument(parser: argparse.ArgumentParser) -> None:
         "--redis-url",
         default=None,
         help="Redis of the collector, redis+cluster://host:port[,host:port...] for a Redis "
-        f"Cluster (default: $LDPTEL_REDIS_URL or {DEFAULT_REDIS_URL})",
+        "Cluster (default: $LDPTEL_REDIS_URL, else the private Redis of a `ldptel collector "
+        f"serve` in this directory (.ldptel/redis.url), else {DEFAULT_REDIS_URL})",
     )
 
 
-def redis_client(url: str | None) -> Any:
+def redis_url(url: str | None) -> str:
+    """--redis-url, else $LDPTEL_REDIS_URL, else the URL a `ldptel collector serve` running in
+    this directory wrote for the other commands, else DEFAULT_REDIS_URL."""
     import os
 
+    from ldptel.collector.serve import DATA_DIR, REDIS_URL_FILE
+
+    if url or os.environ.get("LDPTEL_REDIS_URL"):
+        return url or os.environ["LDPTEL_REDIS_URL"]
+    url_file = DATA_DIR / REDIS_URL_FILE
+    return url_file.read_text().strip() if url_file.exists() else DEFAULT_REDIS_URL
+
+
+def redis_client(url: str | None) -> Any:
     from ldptel.cli.main import CliError
     from ldptel.collector.connection import REDIS_ERRORS, connect
 
     try:
-        return connect(url or os.environ.get("LDPTEL_REDIS_URL") or DEFAULT_REDIS_URL)
+        return connect(redis_url(url))
     except REDIS_ERRORS as error:  # a cluster client connects at once
         raise CliError(f"Redis: {error}") from error
 

@@ -251,6 +251,10 @@ def run(args: argparse.Namespace) -> int:
     if not 2 <= args.domain_size <= 4096:
         raise ParameterError("domain_size", "must be in [2, 4096] for the demo")
     campaign = demo_campaign(args)
+    try:  # before anything starts: a bad --html fails at once, not after the whole run
+        Path(args.html).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ParameterError("html", f"cannot create {Path(args.html).parent}: {error}") from None
     with sigterm_as_interrupt(), ExitStack() as stack:
         return _demo(args, campaign, stack)
 
@@ -275,6 +279,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
     from ldptel.aggregator.worker import Worker
+    from ldptel.cli.report import write_page
     from ldptel.collector import create_app
     from ldptel.collector.redis_server import RedisServer
 
@@ -329,8 +334,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     for report in document["reports"]:
         for item in report["items"]:
             item["true_count"] = true_counts[item["index"]]
-    Path(args.html).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.html).write_text(render_html(document), encoding="utf-8")
+    write_page(Path(args.html), render_html(document))
     if args.json:
         print(json.dumps(document, indent=2))
     else:

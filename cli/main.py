@@ -37,6 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unreachable_redis_errors() -> tuple[type[BaseException], ...]:
+    """What redis-py raises when Redis cannot be reached (nothing if redis was never imported:
+    client-only commands do not import it)."""
+    if "redis" not in sys.modules:
+        return ()
+    from redis.exceptions import ConnectionError, RedisClusterException, TimeoutError
+
+    return (ConnectionError, TimeoutError, RedisClusterException)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `ldptel` command; returns the exit status."""
     parser = build_parser()
@@ -46,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(run(args))
     except (LdptelError, CliError) as error:
         print(f"ldptel {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except unreachable_redis_errors() as error:
+        print(f"ldptel {args.command}: error: Redis: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ldptel {args.command}: interrupted", file=sys.stderr)

@@ -31,6 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_report_arguments(parser)
 
 
+def write_page(path: Path, page: str) -> None:
+    """Write an HTML page; a path that cannot be written is a one-line error."""
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as error:
+        raise ParameterError("html", f"cannot write {path}: {error.strerror}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ldptel.aggregator.html import render_html
     from ldptel.aggregator.registry import Registry
@@ -58,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=2))
     elif args.html:
-        Path(args.html).write_text(render_html(document), encoding="utf-8")
+        write_page(Path(args.html), render_html(document))
         print(f"wrote {args.html}")
     else:
         print(format_window(document))

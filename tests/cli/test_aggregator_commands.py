@@ -64,7 +64,36 @@ def test_report_errors_are_one_line(redis_client: Any, redis_url: str, capsys: A
     assert main(["report", "screens", "--redis-url", redis_url]) == 2
     assert "no data yet" in capsys.readouterr().err
     assert main(["report", "screens", "--window", "soon", "--redis-url", redis_url]) == 2
+    assert "window" in capsys.readouterr().err
+    far = ["--window", "99999999999999999"]
+    assert main(["report", "screens", *far, "--redis-url", redis_url]) == 2
+    assert "window: must be between 1970 and the year 9999" in capsys.readouterr().err
     assert main(["aggregator", "run", "--every", "0", "--redis-url", redis_url]) == 2
+    capsys.readouterr()
+
+    unwritable = ["--window", "2023-11-15", "--html", "/nonexistent/dir/r.html"]
+    assert main(["report", "screens", *unwritable, "--redis-url", redis_url]) == 2
+    assert capsys.readouterr().err == (
+        "ldptel report: error: html: cannot write /nonexistent/dir/r.html: "
+        "No such file or directory\n"
+    )
+
+    assert main(["report", "screens", "--redis-url", "redis://127.0.0.1:1/0"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("ldptel report: error: Redis: ") and "127.0.0.1:1" in line
+
+
+def test_report_finds_the_redis_of_a_collector_serving_in_this_directory(
+    campaign: Any, redis_url: str, capsys: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.delenv("LDPTEL_REDIS_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".ldptel").mkdir()
+    (tmp_path / ".ldptel" / "redis.url").write_text(redis_url + "\n")  # as `serve` writes it
+
+    assert main(["aggregator", "run", "--once", "--quiet"]) == 0
+    assert main(["report", campaign.name]) == 0
+    assert "n = 3,000" in capsys.readouterr().out
 
 
 def test_an_empty_window_says_not_enough_reports(
