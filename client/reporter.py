@@ -234,9 +234,15 @@ class Reporter:
         return True
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Send everything spooled now (batch size and age ignored); True once the spool is
-        empty, False if `timeout` seconds pass first (the rest stays spooled)."""
+        """Send everything spooled now (batch size and age ignored); True once none of it is
+        left in the spool (delivered; or dead-lettered or dropped, as stats() counts), False
+        if `timeout` seconds pass first (the rest stays spooled). Reports made meanwhile, by
+        other threads or processes, are not waited for."""
         deadline = time.monotonic() + timeout
+        with self._lock:
+            if self._conn is None:
+                return False
+            mark = spool.last_id(self._conn)
         with self._progress:
             self._flushing += 1
         try:
@@ -247,7 +253,7 @@ class Reporter:
                 with self._lock:
                     if self._conn is None:
                         return False
-                    if spool.rows(self._conn) == 0:
+                    if not spool.holds_up_to(self._conn, mark):
                         return True
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -205,6 +205,18 @@ def rows(conn: sqlite3.Connection) -> int:
     return int(count)
 
 
+def last_id(conn: sqlite3.Connection) -> int:
+    """The id of the newest spooled report (0 if none): a mark for `holds_up_to`."""
+    (newest,) = conn.execute("SELECT max(id) FROM spool").fetchone()
+    return int(newest or 0)
+
+
+def holds_up_to(conn: sqlite3.Connection, mark: int) -> bool:
+    """Whether a report with id <= mark is still spooled. (Ids are max + 1, so once the
+    newest rows are gone a new row may reuse an id <= mark: a flush then also waits for it.)"""
+    return conn.execute("SELECT 1 FROM spool WHERE id <= ? LIMIT 1", (mark,)).fetchone() is not None
+
+
 def enforce_bounds(
     conn: sqlite3.Connection, max_rows: int, max_bytes: int, max_dead_letters: int
 ) -> int:

@@ -43,13 +43,15 @@ def _free_port() -> int:
 class Faults:
     """WSGI middleware: records requests; `plan` holds the fate of the next POST /v1/reports
     ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page,
-    "401"), and `config_plan` the same for GET /v1/campaigns/... ("garbage")."""
+    "401"), and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
+    campaigns in `unavailable` are always answered 503."""
 
     app: Any
     plan: list[str] = field(default_factory=list)
     config_plan: list[str] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     retry_after: str = "0"
+    unavailable: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
@@ -69,6 +71,8 @@ class Faults:
             elif method == "GET" and path.startswith("/v1/campaigns/"):
                 plan = self.config_plan
             action = plan.pop(0) if plan else ""
+            if path == "/v1/reports" and self._campaign(body) in self.unavailable:
+                action = "503"
         if action == "lose":
             for _ in self.app(environ, lambda *a, **k: None):
                 pass
@@ -84,6 +88,13 @@ class Faults:
             start_response("200 OK", [("Content-Type", "text/html")])
             return [b"<html>Welcome to the hotel wifi</html>"]
         return self.app(environ, start_response)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _campaign(body: bytes) -> object:
+        try:
+            return json.loads(body).get("campaign")
+        except (ValueError, AttributeError):
+            return None
 
     def posted(self) -> list[Seen]:
         with self.lock:

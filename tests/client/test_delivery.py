@@ -5,6 +5,7 @@ its batch is kept as dead letters, counted."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -111,3 +112,31 @@ def test_a_new_config_dead_letters_old_reports_and_switches(collector, redis_cli
     report_many(reporter, 5)
     assert reporter.flush(timeout=20)
     assert len(stored_reports(redis_client, new)) >= 5
+
+
+def test_flush_waits_for_what_was_spooled_before_it_not_for_later_reports(
+    collector, redis_client, open_reporter
+):
+    config = collector.campaign(reports_per_window=1000)
+    collector.campaign("shapes", reports_per_window=100_000)
+    collector.faults.unavailable = {"shapes"}  # reports of it stay spooled, retried forever
+    reporter = open_reporter(batch_size=10)
+    report_many(reporter, 12)
+    stop = threading.Event()
+
+    def keep_reporting() -> None:  # another thread of the app, reporting during the flush
+        while not reporter._flushing and not stop.is_set():
+            time.sleep(0.001)
+        while not stop.is_set():
+            reporter.report("shapes", "red")
+            time.sleep(0.005)
+
+    other = threading.Thread(target=keep_reporting)
+    other.start()
+    try:
+        assert reporter.flush(timeout=20)
+    finally:
+        stop.set()
+        other.join()
+    assert len(stored_reports(redis_client, config)) == 12
+    assert reporter.stats()["spooled"] > 0  # the other thread's reports, still waiting
