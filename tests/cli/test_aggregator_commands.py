@@ -146,3 +146,16 @@ def test_the_demo_json_carries_true_counts(tmp_path: Path) -> None:
     (report,) = json.loads(done.stdout)["reports"]
     assert report["oracle"] == "de" and len(report["items"]) == 40
     assert sum(item["true_count"] for item in report["items"]) == 5000
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(campaign: Any, redis_url: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "report", campaign.name, "--json",
+         "--window", "2023-11-15", "--redis-url", redis_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # as `ldptel report ... | head -1` does after one line
+
+    assert process.wait(timeout=60) == 141
+    assert process.stderr.read() == b""
