@@ -299,16 +299,16 @@ class HistogramEncoding(FrequencyOracle):
             raise ParameterError("values", f"must be in [0, {self.domain_size})")
         d, R = self.domain_size, self.resolution
         z = np.empty((values.size, d), dtype=np.int32)
+        # The true item's coordinates: draws of their own law, which replace the x = 0 draws
+        # there (independent of everything else, so the report's law is exact).
+        true_coordinates = np.empty(values.size, dtype=np.int32)
+        self.noise.sample_reported(rng, R, true_coordinates)
         rows = max(1, CHUNK_VALUES // d)
         for start in range(0, values.size, rows):
             chunk = values[start : start + rows]
             block = z[start : start + chunk.size]
             self.noise.sample_reported(rng, 0, block)
-            # The true item's coordinate: a fresh draw of its own law replaces the x = 0
-            # draw there (independent of everything else, so the report's law is exact).
-            true_coordinates = np.empty(chunk.size, dtype=np.int32)
-            self.noise.sample_reported(rng, R, true_coordinates)
-            block[np.arange(chunk.size), chunk] = true_coordinates
+            block[np.arange(chunk.size), chunk] = true_coordinates[start : start + chunk.size]
         return {"z": z}
 
     # -- wire ------------------------------------------------------------------------------

@@ -224,13 +224,13 @@ def test_a_report_is_the_one_hot_grid_vector_plus_clamped_noise() -> None:
     oracle = SummationHistogramEncoding(epsilon=1.0, domain_size=5, resolution=64)
     values = np.array([0, 4, 2, 2], dtype=np.int64)
     z = oracle.perturb_batch(values, np.random.default_rng(1))["z"]
-    # The same draws by hand: clamp(0 + noise) everywhere, then each true coordinate
-    # replaced by a fresh clamp(R + noise).
+    # The same draws by hand: a clamp(R + noise) for each true coordinate, clamp(0 + noise)
+    # everywhere, then the true coordinates replaced.
     rng = np.random.default_rng(1)
-    expected = np.empty((4, 5), dtype=np.int32)
-    oracle.noise.sample_reported(rng, 0, expected)
     true_coordinates = np.empty(4, dtype=np.int32)
     oracle.noise.sample_reported(rng, 64, true_coordinates)
+    expected = np.empty((4, 5), dtype=np.int32)
+    oracle.noise.sample_reported(rng, 0, expected)
     expected[np.arange(4), values] = true_coordinates
     assert z.dtype == np.int32 and np.array_equal(z, expected)
     with pytest.raises(ParameterError, match="values"):
