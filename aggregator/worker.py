@@ -23,6 +23,7 @@ from ldptel.aggregator.report import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.state import StateKey, pending_states, reported
 from ldptel.collector import keys
+from ldptel.collector.connection import REDIS_ERRORS
 
 log = logging.getLogger("ldptel.aggregator")
 
@@ -85,10 +86,16 @@ class Worker:
         return self._stop.is_set()
 
     def run_forever(self, every: float) -> None:
-        """A pass every `every` seconds (measured start to start) until `stop()`."""
+        """A pass every `every` seconds (measured start to start) until `stop()`. A pass that
+        Redis fails (restart, failover, timeout) is logged and retried at the next one: it
+        applied whole steps or nothing, so the retry neither loses nor doubles reports."""
         while not self.stopping:
             started = time.monotonic()
-            self.run_pass()
+            try:
+                self.run_pass()
+            except REDIS_ERRORS as error:
+                log.error("pass failed, retrying in %.0f s: %s: %s", every,
+                          type(error).__name__, error)  # fmt: skip
             self._stop.wait(max(0.0, every - (time.monotonic() - started)))
 
     def run_pass(self) -> PassStats:
