@@ -144,6 +144,9 @@ class Reporter:
         self._active: dict[str, _Active] = {}
         self._retired: set[str] = set()
         self._unknown: dict[str, float] = {}
+        #: Campaigns whose first config fetch failed: (monotonic time to ask again, failures,
+        #: reason); until then report() raises at once instead of waiting on the network.
+        self._unavailable: dict[str, tuple[float, int, str]] = {}
         self._silent_levels: set[tuple[str, str]] = set()  # (config id, level) logged once
         self._stale: set[str] = set(campaigns)
         self._closed = False
@@ -337,8 +340,26 @@ class Reporter:
             raise UnknownCampaignError("campaign", f"the collector does not know {name!r}")
         known = configs.load(self.state_dir, name)
         if known is None:
-            known = self._fetch(name, None, raise_errors=True)
+            known = self._first_fetch(name)
         return self._adopt(name, known)
+
+    def _first_fetch(self, name: str) -> Known:
+        """Fetch a config never seen; after a failure, raise at once (no request) until a
+        backoff of backoff_base * 2^failures (at most backoff_cap) has passed, so an app
+        offline from its first start is not blocked `timeout` seconds in every report()."""
+        retry_at, failures, reason = self._unavailable.get(name, (0.0, 0, ""))
+        left = retry_at - time.monotonic()
+        if left > 0:
+            raise CampaignUnavailableError("campaign", f"{reason} (asking again in {left:.1f} s)")
+        try:
+            known = self._fetch(name, None, raise_errors=True)
+        except CampaignUnavailableError as error:
+            settings = self.settings
+            delay = min(settings.backoff_cap, settings.backoff_base * 2.0 ** min(failures, 62))
+            self._unavailable[name] = (time.monotonic() + delay, failures + 1, error.reason)
+            raise
+        self._unavailable.pop(name, None)
+        return known
 
     def _fetch(self, name: str, current: CampaignConfig | None, *, raise_errors: bool) -> Known:
         """Ask the collector for the campaign's config (conditional on `current`)."""

@@ -70,9 +70,16 @@ def test_offline_start_uses_the_cached_config(collector, open_reporter):
 def test_no_config_yet_and_collector_down_or_garbage(collector, open_reporter, state_dir):
     collector.campaign()
     collector.faults.config_plan = ["garbage"]
-    reporter = open_reporter()
+    reporter = open_reporter(backoff_base=60.0)
     with pytest.raises(CampaignUnavailableError, match="invalid"):
         reporter.report("colors", "red")
+    # Within the backoff the next calls fail at once, without a request (an app offline from
+    # its first start is not blocked `timeout` seconds in every report()).
+    with pytest.raises(CampaignUnavailableError, match=r"invalid.*asking again in"):
+        reporter.report("colors", "red")
+    fetches = [s for s in collector.faults.seen if s.path == "/v1/campaigns/colors"]
+    assert len(fetches) == 1
+    reporter._unavailable["colors"] = (0.0, 1, "")  # the backoff has passed
     assert reporter.report("colors", "red")  # the next fetch is fine
     collector.stop()
     fresh = open_reporter(state_dir=state_dir.parent / "elsewhere")
