@@ -26,7 +26,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-_RELEASE = """
+#: Delete KEYS[1] only if it still holds ARGV[1] (a lease or lock given back by its holder).
+RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -70,5 +71,5 @@ class Lease:
     def release(self) -> None:
         """Give the lease back (only if still ours)."""
         if self._renewed_at is not None:
-            self.client.eval(_RELEASE, 1, self.key, self.token)
+            self.client.eval(RELEASE, 1, self.key, self.token)
             self._renewed_at = None

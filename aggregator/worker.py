@@ -12,12 +12,13 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldptel.aggregator.lease import Lease
+from ldptel.aggregator.lease import RELEASE, Lease
 from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
@@ -26,6 +27,10 @@ from ldptel.collector import keys
 from ldptel.collector.connection import REDIS_ERRORS
 
 log = logging.getLogger("ldptel.aggregator")
+
+#: TTL of a window's report build lock: far above a build's milliseconds, so it expires only
+#: if its holder died.
+REPORT_LOCK_MS = 60_000
 
 
 def default_worker_id() -> str:
@@ -160,18 +165,30 @@ class Worker:
         """Rebuild the report of every window with state newer than its stored report
         (including windows a killed worker applied but never reported)."""
         for name in self.registry.campaign_names():
-            pending = pending_states(self.client, name, range(self.registry.shard_count(name)))
+            shards = range(self.registry.shard_count(name))
             windows = {
                 StateKey.from_member(member).window
-                for members in pending.values()
+                for members in pending_states(self.client, name, shards).values()
                 for member in members
             }
             for window in sorted(windows):
                 if self.stopping:
                     return
-                document = build_window(
-                    self.client, self.registry, name, window, self.report_options
-                )
-                store_window(self.client, document)
-                reported(self.client, name, pending, window)
-                stats.reports_built += 1
+                stats.reports_built += self._build_report(name, shards, window)
+
+    def _build_report(self, name: str, shards: range, window: int) -> int:
+        """Build, store and mark done one window's report under the window's build lock;
+        0 if another worker holds it (the window stays pending for a later pass)."""
+        lock = keys.report_lock(name, window)
+        token = f"{self.worker_id}/{uuid.uuid4().hex}"
+        if not self.client.set(lock, token, nx=True, px=REPORT_LOCK_MS):
+            return 0
+        try:
+            # Read under the lock: a delta applied after this read keeps the window pending.
+            pending = pending_states(self.client, name, shards)
+            document = build_window(self.client, self.registry, name, window, self.report_options)
+            store_window(self.client, document)
+            reported(self.client, name, pending, window)
+            return 1
+        finally:
+            self.client.eval(RELEASE, 1, lock, token)

@@ -64,6 +64,12 @@ def report(name: str, window: int) -> str:
     return f"{PREFIX}:report:{name}:{window}"
 
 
+def report_lock(name: str, window: int) -> str:
+    """String with TTL: the worker building the report of one window (one builder at a time,
+    so a slower builder cannot overwrite a newer report)."""
+    return f"{PREFIX}:report-lock:{name}:{window}"
+
+
 def idempotency(name: str, shard: int, key: str) -> str:
     """String with TTL: marks a client batch as stored. The batch's shard is derived from its
     idempotency key, so the mark and the XADD share a slot and commit in one transaction."""
