@@ -4,6 +4,7 @@ No scripts, no external files: it opens anywhere, including offline."""
 
 from __future__ import annotations
 
+import math
 from html import escape
 from importlib import resources
 from string import Template
@@ -28,11 +29,21 @@ def _template() -> Template:
     return Template(text)
 
 
+def nice_step(span: float, ticks: int = 5) -> float:
+    """A round tick step (1, 2 or 5 times a power of ten) giving about `ticks` ticks."""
+    raw = span / max(ticks - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    return next(power * m for m in (1, 2, 5, 10) if power * m >= raw)
+
+
 def chart_svg(items: list[dict[str, Any]]) -> str:
-    """Horizontal bars (estimate) with error bars (confidence interval), largest first."""
+    """Horizontal bars (estimate) with error bars (confidence interval), largest first; the
+    true count as a marker where the items carry one (simulated data)."""
     shown = sorted(items, key=lambda i: -i["estimate"])[:CHART_ITEMS]
-    low = min(0.0, *(i["ci_low"] for i in shown))
-    high = max(1.0, *(i["ci_high"] for i in shown))
+    truths = [i["true_count"] for i in shown if "true_count" in i]
+    low = min(0.0, *(i["ci_low"] for i in shown), *truths)
+    high = max(1.0, *(i["ci_high"] for i in shown), *truths)
+    step = nice_step(high - low)
     span = _WIDTH - _LABEL - _PAD
 
     def x(value: float) -> float:
@@ -43,8 +54,8 @@ def chart_svg(items: list[dict[str, Any]]) -> str:
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {_WIDTH} {height}" aria-label="estimates with confidence intervals">'
     ]
-    for tick in range(5):
-        value = low + (high - low) * tick / 4
+    for tick in range(math.ceil(low / step), math.floor(high / step) + 1):
+        value = tick * step  # round values inside the drawn range (0 is always one)
         parts.append(
             f'<line class="grid" x1="{x(value):.1f}" y1="{_PAD - 6}" x2="{x(value):.1f}" '
             f'y2="{height - _PAD}"/><text x="{x(value):.1f}" y="{height - 6}" '
@@ -71,6 +82,12 @@ def chart_svg(items: list[dict[str, Any]]) -> str:
             f'<line class="ci" x1="{ci_high:.1f}" y1="{middle - 4:.1f}" x2="{ci_high:.1f}" '
             f'y2="{middle + 4:.1f}"/>'
         )
+        if "true_count" in item:
+            truth = x(item["true_count"])
+            parts.append(
+                f'<path class="truth" d="M{truth:.1f} {middle - 5:.1f} l4 5 l-4 5 l-4 -5 z">'
+                f"<title>true count {_number(item['true_count'])}</title></path>"
+            )
     parts.append(
         f'<line class="axis" x1="{x(0.0):.1f}" y1="{_PAD - 6}" x2="{x(0.0):.1f}" '
         f'y2="{height - _PAD}"/></svg>'
@@ -79,19 +96,22 @@ def chart_svg(items: list[dict[str, Any]]) -> str:
 
 
 def table_html(report: dict[str, Any]) -> str:
-    """Every item with its numbers, largest estimate first."""
+    """Every item with its numbers, largest estimate first (and the true count, if known)."""
     confidence = f"{report['confidence']:.0%} CI"
+    truth = any("true_count" in i for i in report["items"])
     head = (
         "<tr><th>item</th><th>estimate</th><th>stderr</th>"
         f"<th>{confidence}</th><th>consistent ({escape(report['consistency'])})</th>"
-        "<th>significant</th></tr>"
+        "<th>significant</th>" + ("<th>true count</th>" if truth else "") + "</tr>"
     )
     rows = [
         f'<tr data-item="{escape(str(i["item"]))}"><td>{escape(str(i["item"]))}</td>'
         f'<td class="estimate">{_number(i["estimate"])}</td><td>{_number(i["stderr"])}</td>'
         f"<td>[{_number(i['ci_low'])}, {_number(i['ci_high'])}]</td>"
         f'<td class="consistent">{_number(i["consistent"])}</td>'
-        f'<td class="sig">{"&#10003;" if i["significant"] else ""}</td></tr>'
+        f'<td class="sig">{"&#10003;" if i["significant"] else ""}</td>'
+        + (f'<td class="truth">{_number(i["true_count"])}</td>' if truth else "")
+        + "</tr>"
         for i in sorted(report["items"], key=lambda i: -i["estimate"])
     ]
     return f'<table class="items"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
@@ -134,6 +154,32 @@ def report_heading(report: dict[str, Any]) -> str:
     )
 
 
+def summary_html(report: dict[str, Any]) -> str:
+    """The key numbers of a report as a row of tiles."""
+    central = report["privacy"].get("central")
+    if central and central["applies"]:
+        shuffled = f"({central['epsilon']:.3g}, {central['delta']:.1g})"
+    else:
+        shuffled = "not claimed"
+    tiles = [
+        ("reports", f"{report['n']:,}"),
+        ("local epsilon", f"{report['epsilon']:.3g}"),
+        ("central (epsilon, delta)", shuffled),
+    ]
+    if report["items"]:
+        flagged = sum(1 for i in report["items"] if i["significant"])
+        tiles.append(("significantly above 0", f"{flagged} of {len(report['items'])} items"))
+    return (
+        '<div class="summary">'
+        + "".join(
+            f'<div class="tile"><div class="value">{escape(value)}</div>'
+            f'<div class="label">{escape(label)}</div></div>'
+            for label, value in tiles
+        )
+        + "</div>"
+    )
+
+
 def report_section(report: dict[str, Any]) -> str:
     """One config's report: heading, privacy in words, then chart and table (or the status)."""
     kind = ' data-combined="true"' if report.get("combined") else ""
@@ -141,6 +187,7 @@ def report_section(report: dict[str, Any]) -> str:
         f'<section class="report" data-config="{escape(report["config_id"])}"'
         f' data-level="{escape(report["level"])}"{kind}>',
         f"<h2>{escape(report_heading(report))}</h2>",
+        summary_html(report),
         '<div class="privacy">',
         *(f"<p>{escape(sentence)}</p>" for sentence in privacy_sentences(report)),
         "</div>",
@@ -158,7 +205,13 @@ def report_section(report: dict[str, Any]) -> str:
             f"{report['confidence']:.0%} confidence intervals. Dark bars are significantly "
             f"above zero (z = {significance['z']:.2f}, so that fewer than "
             f"{significance['expected_false_flags']:g} items are expected to be flagged "
-            "by chance over the whole domain).</p>",
+            "by chance over the whole domain)."
+            + (
+                " Diamonds: the true counts of the simulated data."
+                if any("true_count" in i for i in report["items"])
+                else ""
+            )
+            + "</p>",
             table_html(report),
         ]
     parts.append("</section>")

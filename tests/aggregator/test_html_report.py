@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from stream_entries import make_config, register, simulate
 
-from ldptel.aggregator.html import render_html
+from ldptel.aggregator.html import nice_step, render_html
 from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window
 from ldptel.aggregator.worker import Worker
@@ -93,3 +93,21 @@ def test_consistency_choice_shows_in_the_page(redis_client: Any, document: Any) 
         redis_client, registry, "screens", WINDOW, ReportOptions(consistency="clip")
     )
     assert "consistent (clip)" in render_html(clipped)
+
+
+def test_ticks_are_round_numbers() -> None:
+    assert [nice_step(span) for span in (7.0, 100.0, 31_348.0, 0.9)] == [2.0, 50.0, 10_000.0, 0.5]
+
+
+def test_the_page_shows_the_key_numbers_and_true_counts_when_known(
+    document: dict[str, Any],
+) -> None:
+    page = render_html(document)
+    assert '<div class="value">20,000</div><div class="label">reports</div>' in page
+    assert "true count" not in page and 'class="truth"' not in page
+
+    for number, item in enumerate(document["reports"][0]["items"]):
+        item["true_count"] = 1000 * number  # the demo adds its simulated data's counts
+    page = render_html(document)
+    assert page.count('<path class="truth"') == 6 and "<th>true count</th>" in page
+    assert '<tr data-item="feed">' in page and '<td class="truth">2,000</td>' in page
