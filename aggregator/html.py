@@ -33,7 +33,7 @@ def nice_step(span: float, ticks: int = 5) -> float:
     """A round tick step (1, 2 or 5 times a power of ten) giving about `ticks` ticks."""
     raw = span / max(ticks - 1, 1)
     power = 10 ** math.floor(math.log10(raw))
-    return next(power * m for m in (1, 2, 5, 10) if power * m >= raw)
+    return float(next(power * m for m in (1, 2, 5, 10) if power * m >= raw))
 
 
 def chart_svg(items: list[dict[str, Any]]) -> str:
