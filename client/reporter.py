@@ -156,6 +156,7 @@ class Reporter:
         self._unsent = 0
         self._since_checkpoint = 0
         self._pruned_at = 0.0
+        self._posting: int | None = None  # the batch the sender is posting
         self._failures = 0
         self._hold_until = 0.0
         self._batch_limit = self.settings.batch_size
@@ -280,6 +281,11 @@ class Reporter:
         if self._sender is not None:
             self._sender.join(timeout=max(timeout, 0.1))
         with self._checkpoint_lock, self._lock:
+            posting = self._posting
+            if posting is not None and self._conn is not None:
+                # Still waiting on a slow collector: free the batch for the next Reporter of
+                # this process (it would wait CLAIM_SECONDS); a resend keeps its key.
+                spool.release(self._conn, posting)
             for conn in (self._conn, self._checkpoint_conn):
                 if conn is not None:
                     conn.close()
@@ -536,6 +542,7 @@ class Reporter:
         if self._reopen:
             self._conn = statedb.open_state(self.state_dir, ())
         self._sender = None  # threads do not survive fork; report() starts a new one
+        self._posting = None  # the parent's sender posts its batch
         self._transport.reset()
         self._flushing = 0
         for active in self._active.values():

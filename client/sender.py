@@ -72,6 +72,7 @@ def step(reporter: Reporter) -> float:
         if batch is None:
             due = spool.next_due(conn, settings.max_batch_age)
             return MAX_NAP if due is None else min(MAX_NAP, max(0.01, due - now))
+        reporter._posting = batch.id
     try:
         outcome = reporter._transport.post_batch(
             batch.campaign, batch.config_id, batch.key, batch.reports, batch.level
@@ -81,6 +82,7 @@ def step(reporter: Reporter) -> float:
         outcome = Outcome("retry", None, "unexpected client error")
     now = time.time()
     with reporter._lock:
+        reporter._posting = None
         conn = reporter._conn
         if conn is None:  # closed meanwhile: the batch stays claimed and is retried later
             return 0.0

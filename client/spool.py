@@ -170,6 +170,12 @@ def retry_later(conn: sqlite3.Connection, batch: Batch, at: float) -> None:
         )
 
 
+def release(conn: sqlite3.Connection, batch_id: int) -> None:
+    """Make a claimed batch due now (its sender is stopping before the collector answered)."""
+    with transaction(conn):
+        conn.execute("UPDATE batches SET next_at = 0 WHERE id = ?", (batch_id,))
+
+
 def dissolve(conn: sqlite3.Connection, batch: Batch) -> None:
     """Return a batch's rows to the spool (it was refused as too large, so never stored)."""
     with transaction(conn):

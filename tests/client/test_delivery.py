@@ -5,6 +5,7 @@ its batch is kept as dead letters, counted."""
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from typing import Any
@@ -140,3 +141,23 @@ def test_flush_waits_for_what_was_spooled_before_it_not_for_later_reports(
         other.join()
     assert len(stored_reports(redis_client, config)) == 12
     assert reporter.stats()["spooled"] > 0  # the other thread's reports, still waiting
+
+
+def test_a_reporter_closed_while_posting_leaves_its_batch_to_the_next_one(
+    collector, redis_client, open_reporter, state_dir
+):
+    """close() gives up on a collector that does not answer; the next Reporter of the same
+    process sends the batch at once (same key), not after the claim's CLAIM_SECONDS."""
+    config = collector.campaign(reports_per_window=10)
+    open_reporter().report("colors", "red")  # caches the config, delivers nothing yet
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        from ldptel.client import Reporter
+
+        stuck = Reporter(f"http://127.0.0.1:{silent.getsockname()[1]}", "t", state_dir=state_dir)
+        stuck.report("colors", "green")
+        stuck.flush(timeout=0.3)  # the sender now waits on the silent server
+        stuck.close(timeout=0.1)
+    assert open_reporter().flush(timeout=20)
+    assert len(stored_reports(redis_client, config)) == 2
