@@ -75,7 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON (all items)")
 
 
-def _simulation_inputs(args: argparse.Namespace) -> tuple[int, int, float, np.random.Generator, int]:
+def _simulation_inputs(
+    args: argparse.Namespace,
+) -> tuple[int, int, float, np.random.Generator, int]:
     """n, rows to show, Zipf exponent, the seeded generator and its seed."""
     if args.n is None:
         raise ParameterError("n", "is required (or give --target-stderr to plan)")

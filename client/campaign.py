@@ -168,4 +168,4 @@ class CampaignConfig:
 
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""
-        return int(math.floor(timestamp / self.window_seconds)) * self.window_seconds
+        return math.floor(timestamp / self.window_seconds) * self.window_seconds
