@@ -22,6 +22,12 @@ from ldptel.client.randomness import Rng, default_rng
 ReportBatch = dict[str, NDArray[Any]]
 WireReport = dict[str, Any]
 
+#: The largest epsilon an oracle accepts. Past it a local guarantee means nothing (e^20 is
+#: 5e8), and the oracles' probabilities lose their last digits in double precision: from about
+#: 20.25 some oracles guarantee slightly more than requested, from 36 p or 1 - p rounds to 1 or
+#: 0 (an infinite epsilon), and e^eps overflows at 710.
+MAX_EPSILON = 20.0
+
 
 @dataclass(frozen=True)
 class Field:
@@ -130,6 +136,12 @@ class FrequencyOracle(ABC):
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         self.requested_epsilon = check_epsilon(epsilon)
+        if self.requested_epsilon > MAX_EPSILON:
+            raise ParameterError(
+                "epsilon",
+                f"must be <= {MAX_EPSILON:g} (no meaningful privacy above), "
+                f"got {self.requested_epsilon!r}",
+            )
         self.domain_size = check_int(domain_size, "domain_size", 2, 2**24)
 
     # -- privacy ---------------------------------------------------------------------------

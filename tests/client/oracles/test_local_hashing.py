@@ -103,8 +103,9 @@ def test_support_of_batches_adds_and_of_nothing_is_zero() -> None:
 
 
 def test_perturb_hashes_the_true_value_as_the_protocol_says() -> None:
-    # With p = 1 up to rounding (eps = 40), y is the bucket of the value's label.
-    oracle = OptimizedLocalHashing(epsilon=40.0, domain_size=len(LABELS), g=7, labels=LABELS)
+    # With 1 - p = 6 e^-20 ~ 1e-8 (eps = 20), y is the bucket of the value's label (the
+    # seeded draw keeps every one of these reports).
+    oracle = OptimizedLocalHashing(epsilon=20.0, domain_size=len(LABELS), g=7, labels=LABELS)
     values = np.arange(len(LABELS)).repeat(5)
     batch = oracle.perturb_batch(values, np.random.default_rng(4))
     expected = [

@@ -14,6 +14,7 @@ from lh_vectors import check_case
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import make_oracle
+from ldptel.client.oracles.base import MAX_EPSILON
 from ldptel.client.oracles.local_hashing import MAX_G
 from ldptel.client.oracles.olh import OptimizedLocalHashing, optimal_g
 
@@ -28,15 +29,17 @@ def test_default_g_is_round_e_to_the_eps_plus_one(eps: float, g: int) -> None:
 
 def test_default_g_is_capped_at_the_wire_limit() -> None:
     assert optimal_g(30.0) == MAX_G == 2**32 - 1
-    assert OptimizedLocalHashing(epsilon=1000.0, domain_size=4).g == MAX_G
+    # The largest epsilon an oracle accepts stays below the cap, with its exact guarantee.
+    oracle = OptimizedLocalHashing(epsilon=MAX_EPSILON, domain_size=4)
+    assert oracle.g == round(math.exp(MAX_EPSILON) + 1) < MAX_G
+    assert oracle.epsilon == pytest.approx(MAX_EPSILON, rel=1e-9)
 
 
 @pytest.mark.parametrize(("eps", "g"), [(40.0, 2), (1000.0, None)])
-def test_an_epsilon_whose_p_rounds_to_1_is_reported_as_infinite(eps: float, g: int | None) -> None:
-    # Honest: with p == 1.0 in floating point, perturb_batch never randomizes.
-    oracle = OptimizedLocalHashing(epsilon=eps, domain_size=4, g=g)
-    assert oracle.p == 1.0
-    assert oracle.epsilon == math.inf
+def test_an_epsilon_whose_p_would_round_to_1_is_rejected(eps: float, g: int | None) -> None:
+    # With p == 1.0 in floating point, perturb_batch would never randomize.
+    with pytest.raises(ParameterError, match=r"^epsilon: must be <= 20"):
+        OptimizedLocalHashing(epsilon=eps, domain_size=4, g=g)
 
 
 @pytest.mark.parametrize("g", [0, 1, -3, 2**32, 2.5, True, "4", None])
@@ -57,7 +60,7 @@ def test_any_integer_g_is_accepted_exactly_in_its_range(g: int) -> None:
             OptimizedLocalHashing(epsilon=1.0, domain_size=2, g=g)
 
 
-@given(st.floats(min_value=1e-3, max_value=30.0), st.integers(min_value=2, max_value=10**6))
+@given(st.floats(min_value=1e-3, max_value=MAX_EPSILON), st.integers(min_value=2, max_value=10**6))
 def test_epsilon_is_the_requested_one_for_any_g(eps: float, g: int) -> None:
     oracle = OptimizedLocalHashing(epsilon=eps, domain_size=2, g=g)
     p = oracle.p

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 from scipy import stats
 
+from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import make_oracle, unary
+from ldptel.client.oracles.base import MAX_EPSILON
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.unary import unpack_bits
 from ldptel.client.randomness import Rng
@@ -31,17 +33,18 @@ def test_parameters_and_variance_follow_the_paper() -> None:
     assert oracle.variance(1000) == pytest.approx(np.full(40, 1000 * 4 * e / (e - 1) ** 2))
 
 
-@given(st.floats(min_value=1e-3, max_value=30.0))
+@given(st.floats(min_value=1e-3, max_value=MAX_EPSILON))
 def test_the_guaranteed_epsilon_is_the_requested_one(epsilon: float) -> None:
     oracle = make_oracle("oue", epsilon=epsilon, domain_size=3)
     assert oracle.epsilon == pytest.approx(epsilon, rel=1e-9)
 
 
-def test_a_huge_epsilon_neither_overflows_nor_underclaims() -> None:
-    oracle = make_oracle("oue", epsilon=800.0, domain_size=3)
-    assert oracle.q == 0.0 and oracle.epsilon == math.inf
-    report = oracle.perturb(1)
-    assert oracle.decode([report])["bits"][0, 0] & 0b10100000 == 0  # zeros stay 0
+def test_a_huge_epsilon_is_rejected_and_the_largest_accepted_is_exact() -> None:
+    # Past MAX_EPSILON q would round to 0 (an infinite epsilon, or an overflow).
+    with pytest.raises(ParameterError, match=r"^epsilon: must be <= 20"):
+        make_oracle("oue", epsilon=800.0, domain_size=3)
+    oracle = make_oracle("oue", epsilon=MAX_EPSILON, domain_size=3)
+    assert oracle.q > 0 and oracle.epsilon == pytest.approx(MAX_EPSILON, rel=1e-9)
 
 
 # -- the sampler's law -----------------------------------------------------------------------

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import ORACLES
+from ldptel.client.oracles.base import MAX_EPSILON
 from ldptel.client.simulation import build_oracle
 
 NAMES = sorted(ORACLES)
@@ -66,3 +68,23 @@ def test_good_parameters_build_an_oracle_within_the_requested_epsilon(
     oracle = build_oracle(name, epsilon=epsilon, domain_size=domain_size)
     assert oracle.domain_size == domain_size
     assert 0 < oracle.epsilon <= epsilon + 1e-9
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("epsilon", [MAX_EPSILON * (1 + 1e-12), 36.0, 1000.0, 1e300])
+def test_an_epsilon_above_the_maximum_is_rejected_naming_epsilon(name: str, epsilon: float) -> None:
+    # Not an overflow, a division by zero, or an oracle that silently guarantees infinity.
+    with pytest.raises(ParameterError, match=r"must be <= 20") as caught:
+        build_oracle(name, epsilon=epsilon, domain_size=8)
+    assert caught.value.field == "epsilon"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("domain_size", [2, 3, 1024])
+def test_the_largest_epsilon_is_guaranteed_exactly_with_a_finite_variance(
+    name: str, domain_size: int
+) -> None:
+    oracle = build_oracle(name, epsilon=MAX_EPSILON, domain_size=domain_size)
+    assert 0 < oracle.epsilon <= MAX_EPSILON * (1 + 1e-9)
+    if oracle.exact_estimator:
+        assert np.all(np.isfinite(oracle.variance(1000))) and np.all(oracle.variance(1000) >= 0)

@@ -12,7 +12,9 @@ from contract_checks import check_unbiased, check_variance, known_counts, repeat
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import make_oracle, oracle_class
+from ldptel.client.oracles.base import MAX_EPSILON
 from ldptel.client.oracles.sue import SymmetricUnaryEncoding
 
 
@@ -29,19 +31,20 @@ def test_parameters_and_variance_follow_the_paper() -> None:
     assert oracle.variance(1000) == pytest.approx(np.full(40, 1000 * half / (half - 1) ** 2))
 
 
-# Up to 30: beyond, 1 - p (~e^(-eps/2)) keeps few digits in a double, and the epsilon of the
-# rounded p the sampler really uses drifts from the requested one (by 1e-7 relative at 42).
-@given(st.floats(min_value=1e-3, max_value=30.0))
+# Up to MAX_EPSILON (20): beyond, 1 - p (~e^(-eps/2)) keeps fewer digits in a double, and the
+# epsilon of the rounded p the sampler really uses drifts from the requested one.
+@given(st.floats(min_value=1e-3, max_value=MAX_EPSILON))
 def test_the_guaranteed_epsilon_is_the_requested_one(epsilon: float) -> None:
     oracle = make_oracle("sue", epsilon=epsilon, domain_size=3)
     assert oracle.epsilon == pytest.approx(epsilon, rel=1e-9)
 
 
-def test_a_huge_epsilon_neither_overflows_nor_underclaims() -> None:
-    oracle = make_oracle("sue", epsilon=2000.0, domain_size=3)
-    assert oracle.p == 1.0 and oracle.q == 0.0 and oracle.epsilon == math.inf
-    report = oracle.perturb(1)
-    assert oracle.decode([report])["bits"].tolist() == [[0b01000000]]  # the value, exactly
+def test_a_huge_epsilon_is_rejected_and_the_largest_accepted_is_exact() -> None:
+    # Past MAX_EPSILON q would round to 0 (an infinite epsilon, or an overflow).
+    with pytest.raises(ParameterError, match=r"^epsilon: must be <= 20"):
+        make_oracle("sue", epsilon=2000.0, domain_size=3)
+    oracle = make_oracle("sue", epsilon=MAX_EPSILON, domain_size=3)
+    assert oracle.q > 0 and oracle.epsilon == pytest.approx(MAX_EPSILON, rel=1e-9)
 
 
 def test_estimates_at_a_small_q_are_unbiased_with_the_exact_variance() -> None:
