@@ -71,8 +71,11 @@ def test_true_counts_follow_the_distribution() -> None:
 
 def test_chunks_follow_the_report_width() -> None:
     assert chunk_rows(DirectEncoding(epsilon=1.0, domain_size=4)) == simulation.MAX_CHUNK_ROWS
-    wide = build_oracle("oue", epsilon=1.0, domain_size=2**20)
-    assert simulation.MIN_CHUNK_ROWS <= chunk_rows(wide) < 1000 * simulation.MIN_CHUNK_ROWS
+    wide = build_oracle("oue", epsilon=1.0, domain_size=2**20)  # 128 KiB per report
+    assert chunk_rows(wide) == simulation.CHUNK_BYTES // 2**17 == 128
+    # A report wider than the whole budget (SHE: 4 bytes per item) is perturbed alone.
+    widest = build_oracle("she", epsilon=1.0, domain_size=2**23)
+    assert chunk_rows(widest) == 1
 
 
 def test_the_planner_inverts_the_exact_variance() -> None:
