@@ -8,6 +8,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ldptel.client.errors import LdptelError
 
@@ -26,10 +27,19 @@ class CliError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors (a missing option, an invalid choice) are one line, as
+    every other parameter error is, instead of the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument ") and message.endswith("expected one argument"):
+            # argparse takes "-inf" or "-1e-3" for an option, not a value.
+            message += " (for a value starting with '-', write --option=VALUE)"
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ldptel", description="Local-differential-privacy telemetry."
-    )
+    parser = OneLineParser(prog="ldptel", description="Local-differential-privacy telemetry.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in SUBCOMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -60,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except unreachable_redis_errors() as error:
         print(f"ldptel {args.command}: error: Redis: {error}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"ldptel {args.command}: error: out of memory", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ldptel {args.command}: interrupted", file=sys.stderr)

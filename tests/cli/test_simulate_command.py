@@ -43,6 +43,11 @@ def test_json_has_every_item_with_its_true_count_estimate_and_exact_variance() -
     for i in items:
         assert i["stderr"] == pytest.approx(math.sqrt(i["variance"]))
         assert abs(i["estimate"] - i["true"]) < 5 * i["stderr"]  # 12 items, |z| < 5
+    # The variance is the oracle's exact one at each item's true frequency (its f_v term).
+    counts = np.array([i["true"] for i in items])
+    exact = build_oracle("oue", epsilon=1.0, domain_size=12).variance(50_000, counts / 50_000)
+    assert [i["variance"] for i in items] == pytest.approx(exact.tolist(), rel=1e-12)
+    assert np.ptp(exact) > 0  # the f_v term is there to see: item 0 differs from the rest
 
 
 def test_a_seed_makes_the_run_reproducible_and_uniform_is_uniform() -> None:
@@ -151,6 +156,25 @@ def replaced(option: str, value: str) -> list[str]:
 )
 def test_bad_parameters_give_one_line_and_exit_2(args: list[str], field: str) -> None:
     one_line_error(ldptel("simulate", *args), "simulate", field)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (replaced("--epsilon", "1000"), "epsilon: must be <= 20"),
+        (replaced("--domain-size", "1e30"), "domain_size: must be >= 2, <= 16777216"),
+        (replaced("--epsilon", "-inf"), "write --option=VALUE"),
+        ([*BASE, "--distribution", "normal"], "invalid choice: 'normal'"),
+        (BASE[2:], "the following arguments are required: --oracle"),
+    ],
+    ids=["huge epsilon", "huge domain", "negative-looking value", "choice", "missing option"],
+)
+def test_huge_values_and_usage_errors_are_one_line_too(args: list[str], says: str) -> None:
+    result = ldptel("simulate", *args)
+    assert (result.returncode, result.stdout) == (2, ""), result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ldptel simulate: error: "), result.stderr
+    assert says in lines[0]
 
 
 class Terminal(io.StringIO):
