@@ -26,8 +26,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-#: Delete KEYS[1] only if it still holds ARGV[1] (a lease or lock given back by its holder).
-RELEASE = """
+_RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -36,7 +35,8 @@ return 0
 
 
 class Lease:
-    """Ownership of one shard by one worker process, renewed while it works."""
+    """Ownership of one shard (or of building one window's report) by one worker process,
+    renewed while it works."""
 
     def __init__(self, client: Any, key: str, worker_id: str, ttl_ms: int = 30_000) -> None:
         self.client = client
@@ -71,5 +71,5 @@ class Lease:
     def release(self) -> None:
         """Give the lease back (only if still ours)."""
         if self._renewed_at is not None:
-            self.client.eval(RELEASE, 1, self.key, self.token)
+            self.client.eval(_RELEASE, 1, self.key, self.token)
             self._renewed_at = None

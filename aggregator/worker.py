@@ -12,13 +12,12 @@ import os
 import socket
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldptel.aggregator.lease import RELEASE, Lease
+from ldptel.aggregator.lease import Lease
 from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
@@ -28,9 +27,9 @@ from ldptel.collector.connection import REDIS_ERRORS
 
 log = logging.getLogger("ldptel.aggregator")
 
-#: TTL of a window's report build lock: far above a build's milliseconds, so it expires only
-#: if its holder died.
-REPORT_LOCK_MS = 60_000
+#: TTL of a window's report build lock: far above a build's milliseconds, so it lapses only
+#: if its holder died (then the window waits at most this long for another worker).
+REPORT_LOCK_MS = 30_000
 
 
 def default_worker_id() -> str:
@@ -179,9 +178,9 @@ class Worker:
     def _build_report(self, name: str, shards: range, window: int) -> int:
         """Build, store and mark done one window's report under the window's build lock;
         0 if another worker holds it (the window stays pending for a later pass)."""
-        lock = keys.report_lock(name, window)
-        token = f"{self.worker_id}/{uuid.uuid4().hex}"
-        if not self.client.set(lock, token, nx=True, px=REPORT_LOCK_MS):
+        # A lease like a shard's: a restarted worker with the same id takes it back at once.
+        lock = Lease(self.client, keys.report_lock(name, window), self.worker_id, REPORT_LOCK_MS)
+        if not lock.acquire():
             return 0
         try:
             # Read under the lock: a delta applied after this read keeps the window pending.
@@ -191,4 +190,4 @@ class Worker:
             reported(self.client, name, pending, window)
             return 1
         finally:
-            self.client.eval(RELEASE, 1, lock, token)
+            lock.release()
