@@ -64,3 +64,12 @@ def test_errors_name_the_field(base_url: str) -> None:
 
 def test_the_analyst_token_reads_reports(base_url: str) -> None:
     assert get(base_url, f"/v1/campaigns/screens/reports/{WINDOW}", ANALYST).status_code == 200
+
+
+def test_an_app_ingest_token_cannot_read_reports(base_url: str, redis_client: Any) -> None:
+    from ldptel.collector.auth import create_token
+
+    ingest = create_token(redis_client, "someapp")
+    response = get(base_url, f"/v1/campaigns/screens/reports/{WINDOW}", ingest)
+    assert response.status_code == 403
+    assert response.json()["error"]["field"] == "Authorization"
