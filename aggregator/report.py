@@ -188,11 +188,17 @@ def privacy_sentences(report: dict[str, Any]) -> list[str]:
         )
     central = privacy.get("central")
     if central and central["applies"]:
+        users = (
+            f"{central['n_users']:,} users"
+            if privacy["reports_per_window"] == 1
+            else f"at least {central['n_users']:,} users"
+        )
         lines.append(
-            f"The collector keeps no identifying metadata, so the {central['n_users']:,} "
-            "reports reach the analyst as an anonymous multiset; by privacy amplification by "
-            f"shuffling this window is also ({central['epsilon']:.3g}, {central['delta']:.1g})"
-            "-differentially private in the central sense (Feldman, McMillan, Talwar 2021)."
+            "The collector keeps no identifying metadata, and this report depends only on the "
+            f"anonymous multiset of the window's reports (from {users}); by privacy "
+            "amplification by shuffling it is also "
+            f"({central['epsilon']:.3g}, {central['delta']:.1g})-differentially private in the "
+            "central sense (Feldman, McMillan, Talwar 2021)."
         )
     elif central:
         lines.append(f"No amplification by shuffling is claimed: {central['reason']}.")

@@ -20,6 +20,7 @@ from ldptel.aggregator.report import (
     build_window,
     load_window,
     parse_window,
+    privacy_sentences,
     significance_z,
 )
 from ldptel.aggregator.worker import Worker
@@ -170,3 +171,13 @@ def test_windows_parse_from_seconds_dates_and_times() -> None:
     for bad in ("yesterday", "99999999999999999", "0001-01-01", "-5"):
         with pytest.raises(ParameterError, match="window"):
             parse_window(bad)
+
+
+def test_the_privacy_words_count_users_not_reports(redis_client: Any) -> None:
+    config = aggregated(redis_client, 5000, reports_per_window=2)
+    (report,) = build_window(redis_client, Registry(redis_client), config.name, WINDOW)["reports"]
+
+    words = " ".join(privacy_sentences(report))
+    assert report["privacy"]["central"]["n_users"] == 2500
+    assert "from at least 2,500 users" in words and "2,500 reports" not in words
+    assert "at most 2 reports per window" in words
