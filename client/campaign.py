@@ -18,6 +18,7 @@ from typing import Any
 from ldptel.client.errors import ParameterError
 from ldptel.client.levels import check_levels, check_strategy, reporting_epsilon
 from ldptel.client.oracles import FrequencyOracle, oracle_class
+from ldptel.client.oracles.auto import AutoOracle, choose_oracle
 from ldptel.client.oracles.base import check_epsilon, check_int
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -48,6 +49,9 @@ class CampaignConfig:
     levels: Mapping[str, float] = field(default_factory=dict)
     level_strategy: str = "optimal"
     level_threshold: float | None = None
+    #: A config created with oracle "auto" names the chosen oracle in `oracle` and keeps the
+    #: choice and the numbers behind it here (auto.choose_oracle); absent otherwise.
+    oracle_choice: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: object) -> CampaignConfig:
@@ -76,6 +80,7 @@ class CampaignConfig:
             raise ParameterError("params", "must be an object")
         lifetime = data.get("lifetime_epsilon")
         epsilon = check_epsilon(data["epsilon"])
+        oracle, params, choice = _resolve_oracle(data, len(domain), epsilon, params)
         levels = check_levels(data.get("levels", {}))
         if levels and max(levels.values()) > epsilon:
             raise ParameterError("levels", f"level epsilons must be <= epsilon ({epsilon:g})")
@@ -87,7 +92,7 @@ class CampaignConfig:
             raise ParameterError("other_label", "must be null or a label of the domain")
         config = cls(
             name=name,
-            oracle=oracle_class(data["oracle"]).name,
+            oracle=oracle,
             epsilon=epsilon,
             domain=tuple(domain),
             params=dict(params),
@@ -106,6 +111,7 @@ class CampaignConfig:
             levels=levels,
             level_strategy=strategy,
             level_threshold=threshold,
+            oracle_choice=choice,
         )
         config.build_oracle()  # the oracle validates its own parameters
         for level in levels:  # and at each level's epsilon (e.g. a fixed OLH g too small)
@@ -118,6 +124,8 @@ class CampaignConfig:
         data["params"] = dict(self.params)
         if self.other_label is None:
             del data["other_label"]  # absent when unset: older configs keep their ids
+        if self.oracle_choice is None:
+            del data["oracle_choice"]  # absent unless chosen by auto: older configs keep ids
         data["levels"] = dict(self.levels)
         if not self.levels:  # absent, so that configs from before levels keep their ids
             for key in ("levels", "level_strategy", "level_threshold"):
@@ -169,3 +177,26 @@ class CampaignConfig:
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""
         return math.floor(timestamp / self.window_seconds) * self.window_seconds
+
+
+def _resolve_oracle(
+    data: dict[str, Any], domain_size: int, epsilon: float, params: dict[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """(oracle name, params, oracle_choice) of an untrusted config. "auto" is resolved here,
+    once: the config stores the chosen oracle, so its reports never change meaning when a
+    later version would choose differently, and every privacy level uses the same oracle."""
+    name = oracle_class(data["oracle"]).name
+    choice = data.get("oracle_choice")
+    if name != AutoOracle.name:
+        if choice is not None and (not isinstance(choice, dict) or choice.get("oracle") != name):
+            raise ParameterError("oracle_choice", f"must be null or a choice of oracle {name!r}")
+        return name, params, choice
+    if choice is not None:
+        raise ParameterError("oracle_choice", "is written when oracle 'auto' is resolved")
+    unknown = sorted(set(params) - {"max_report_bytes"})
+    if unknown:
+        raise ParameterError(
+            "params", f"oracle 'auto' takes only max_report_bytes, not {unknown[0]}"
+        )
+    choice = choose_oracle(domain_size, epsilon, params.get("max_report_bytes"))
+    return choice["oracle"], dict(choice["params"]), choice

@@ -92,7 +92,9 @@ def choose_oracle(
     reason = (
         f"lowest variance at f_v = 0 ({chosen.variance:.6g} n)"
         if len(tied) == 1
-        else f"cheapest of {len(tied)} oracles within {NEAR_TIE - 1:.0%} of the lowest variance"
+        else f"cheapest (work per report {chosen.cost:g}) of {', '.join(r.oracle for r in tied)}, "
+        f"within {NEAR_TIE - 1:.0%} of the lowest variance at f_v = 0 "
+        f"({fitting[0].variance:.6g} n; {chosen.oracle}: {chosen.variance:.6g} n)"
     )
     if limit is not None:
         reason += f" among reports of at most {limit} bytes"

@@ -28,6 +28,23 @@ def test_created_campaign_is_served_with_its_config_id_as_etag(api: Api) -> None
     assert "max-age" in response.headers["Cache-Control"]
 
 
+def test_an_auto_campaign_is_served_with_the_chosen_oracle_and_accepts_its_reports(
+    api: Api,
+) -> None:
+    config_id = api.create_campaign(campaign_config(oracle="auto", epsilon=2.0))
+    assert api.create_campaign(campaign_config(oracle="auto", epsilon=2.0)) == config_id
+    body = api.session.get(f"{api.url}/v1/campaigns/colors").json()
+    assert body["oracle"] == body["oracle_choice"]["oracle"] != "auto"
+    assert "lowest variance" in body["oracle_choice"]["reason"]
+    config = CampaignConfig.from_dict({k: v for k, v in body.items() if k != "config_id"})
+    assert config.config_id == config_id
+    reports = [config.build_oracle().perturb(v) for v in (0, 1, 4)]
+    answer = api.post_reports(
+        api.create_token(), {"campaign": "colors", "config_id": config_id, "reports": reports}
+    )
+    assert answer.status_code == 202, answer.text
+
+
 def test_if_none_match_gives_304(api: Api) -> None:
     config_id = api.create_campaign()
     for tag in (f'"{config_id}"', f'W/"{config_id}"', f'"other", "{config_id}"', "*"):

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.auto import NEAR_TIE, choose_oracle
@@ -82,3 +83,70 @@ def test_bad_inputs_are_rejected(kwargs: dict[str, object], field: str) -> None:
     args: dict[str, object] = {"domain_size": 16, "epsilon": 1.0, **kwargs}
     with pytest.raises(ParameterError, match=field):
         choose_oracle(**args)  # type: ignore[arg-type]
+
+
+# -- a campaign config with oracle "auto" ------------------------------------------------------
+
+
+def auto_config(**extra: object) -> CampaignConfig:
+    domain = [f"page-{i}" for i in range(1000)]
+    return CampaignConfig.from_dict(
+        {"name": "pages", "oracle": "auto", "epsilon": 1.0, "domain": domain, **extra}
+    )
+
+
+def test_a_config_stores_the_chosen_oracle_and_the_numbers_behind_it() -> None:
+    config = auto_config()
+    choice = choose_oracle(1000, 1.0)
+    assert config.oracle == choice["oracle"] != "auto"
+    assert config.oracle_choice == choice
+    assert "lowest variance at f_v = 0" in config.oracle_choice["reason"]
+    assert {row["oracle"] for row in config.oracle_choice["candidates"]} >= {"de", "oue", "olh"}
+    assert config.build_oracle().name == config.oracle
+    # Stored and read back (collector, aggregator, client cache): the same config and id.
+    again = CampaignConfig.from_dict(json.loads(config.canonical_json()))
+    assert again == config and again.config_id == config.config_id
+
+
+def test_the_size_limit_goes_into_the_choice_not_the_oracle_params() -> None:
+    config = auto_config(params={"max_report_bytes": 4})
+    assert (config.oracle, dict(config.params)) == ("hr", {})
+    assert config.oracle_choice is not None and config.oracle_choice["max_report_bytes"] == 4
+
+
+def test_every_privacy_level_uses_the_one_chosen_oracle() -> None:
+    # At the levels' own epsilons auto alone would pick differently (DE at 0.05, d = 3).
+    config = CampaignConfig.from_dict(
+        {"name": "l", "oracle": "auto", "epsilon": 4.0, "domain": [f"v{i}" for i in range(40)],
+         "levels": {"low": 0.05, "high": 4.0}}
+    )  # fmt: skip
+    assert choose_oracle(40, 0.05)["oracle"] != config.oracle
+    assert {config.level_oracle(level).name for level in ("low", "high")} == {config.oracle}  # type: ignore[union-attr]
+
+
+def test_configs_without_auto_have_no_choice_and_keep_their_ids() -> None:
+    config = CampaignConfig.from_dict(
+        {"name": "p", "oracle": "oue", "epsilon": 1.0, "domain": ["a", "b"]}
+    )
+    assert config.oracle_choice is None and "oracle_choice" not in config.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"params": {"g": 4}}, "params"),
+        ({"oracle_choice": {"oracle": "de"}}, "oracle_choice"),
+        ({"params": {"max_report_bytes": 0}}, "max_report_bytes"),
+    ],
+)
+def test_bad_auto_configs_name_the_field(extra: dict[str, object], field: str) -> None:
+    with pytest.raises(ParameterError) as caught:
+        auto_config(**extra)
+    assert caught.value.field == field
+
+
+def test_a_stored_choice_must_match_its_oracle() -> None:
+    stored = auto_config().to_dict()
+    stored["oracle"] = "de" if stored["oracle"] != "de" else "oue"
+    with pytest.raises(ParameterError, match=r"^oracle_choice: "):
+        CampaignConfig.from_dict(stored)
