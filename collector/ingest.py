@@ -29,8 +29,9 @@ LEVEL = re.compile(r"^[a-z0-9_-]{0,32}$")
 NO_RATE_LIMIT = RateLimit(0, 1)
 BATCH_FIELDS = frozenset({"campaign", "config_id", "reports", "level"})
 
-# KEYS[1] idempotency mark, KEYS[2] stream, KEYS[3] the token's rate counter: all in the
-# {campaign:shard} slot, so one round trip counts, deduplicates and stores (Redis Cluster-safe).
+# KEYS[1] idempotency mark, KEYS[2] stream, KEYS[3] the token's rate counter, KEYS[4] the
+# aggregator's checkpoint: all in the {campaign:shard} slot, so one round trip counts,
+# deduplicates and stores (Redis Cluster-safe).
 # ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 c, 5 w, 6 p, 7 l,
 # 8 rate limit of this shard (0 = none), 9 counter expiry (s).
 # Returns {0, n} stored, {1, n} a duplicate of a stored batch, {2, count} over the rate limit.
@@ -40,6 +41,9 @@ BATCH_FIELDS = frozenset({"campaign", "config_id", "reports", "level"})
 # <last ms>-<last seq + 1>: ids stay strictly increasing and reveal only window and order.
 # XINFO STREAM's last-generated-id (not the last entry, which may have been trimmed) is what
 # XADD compares against. Redis 6.2 has no `<ms>-*` ids, hence the arithmetic here.
+# If the stream key was lost (deleted, or evicted by a misconfigured Redis) its ids would
+# restart below the checkpoint and the aggregator would never read the new entries: the
+# checkpoint is a floor for the last id too.
 _INGEST = """
 if tonumber(ARGV[8]) > 0 then
   local count = redis.call('INCR', KEYS[3])
@@ -48,23 +52,30 @@ if tonumber(ARGV[8]) > 0 then
 end
 local seen = redis.call('GET', KEYS[1])
 if seen then return {1, seen} end
-local last_ms, last_seq = '0', 0
+local function split(stream_id)
+  local dash = string.find(stream_id, '-', 1, true)
+  return tonumber(string.sub(stream_id, 1, dash - 1)), tonumber(string.sub(stream_id, dash + 1))
+end
+local last_ms, last_seq = 0, 0
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local info = redis.call('XINFO', 'STREAM', KEYS[2])
   for i = 1, #info, 2 do
     if info[i] == 'last-generated-id' then
-      local dash = string.find(info[i + 1], '-', 1, true)
-      last_ms = string.sub(info[i + 1], 1, dash - 1)
-      last_seq = tonumber(string.sub(info[i + 1], dash + 1))
+      last_ms, last_seq = split(info[i + 1])
       break
     end
   end
 end
+local checkpoint = redis.call('GET', KEYS[4])
+if checkpoint then
+  local ms, seq = split(checkpoint)
+  if ms > last_ms or (ms == last_ms and seq > last_seq) then last_ms, last_seq = ms, seq end
+end
 local id
-if tonumber(ARGV[3]) > tonumber(last_ms) then
+if tonumber(ARGV[3]) > last_ms then
   id = ARGV[3] .. '-0'
 else
-  id = last_ms .. '-' .. string.format('%d', last_seq + 1)
+  id = string.format('%d-%d', last_ms, last_seq + 1)
 end
 redis.call('XADD', KEYS[2], id, 'c', ARGV[4], 'w', ARGV[5], 'n', ARGV[1], 'p', ARGV[6],
   'l', ARGV[7])
@@ -215,6 +226,7 @@ class Ingestor:
                 keys.idempotency(batch.campaign, shard, idempotency_key),
                 keys.stream(batch.campaign, shard),
                 keys.rate(batch.campaign, shard, token_hash, limit.window(now)),
+                keys.checkpoint(batch.campaign, shard),
             ],
             args=[
                 n, expires, window * 1000, batch.config_id, window, packed, batch.level,

@@ -93,6 +93,17 @@ def test_appending_after_the_stream_was_trimmed_empty(client: Any) -> None:
     assert entry_id == f"{window_of(T0) * 1000}-1".encode()
 
 
+def test_a_lost_stream_restarts_its_ids_above_the_aggregators_checkpoint(client: Any) -> None:
+    # Entries at or below the checkpoint are never read again: a stream key that was deleted
+    # (or evicted) must not hand out such ids to new batches.
+    store, config_id = ingestor(client)
+    checkpoint = f"{window_of(T0) * 1000}-7"
+    client.set(keys.checkpoint("c", 0), checkpoint)
+    store.store(Batch("c", config_id, [{"y": 1}], ""), "k1", TOKEN, now=T0)
+    [(entry_id, _)] = client.xrange(keys.stream("c", 0))
+    assert entry_id == f"{window_of(T0) * 1000}-8".encode()
+
+
 def test_the_mark_expires_a_day_after_the_window_ends(client: Any) -> None:
     store, config_id = ingestor(client)
     now = time.time()
