@@ -53,10 +53,18 @@ def run(args: argparse.Namespace) -> int:
     confidence = parse_float(args.confidence, "confidence")
     rng, seed = rng_from_args(args)
     result = audit(oracle, rng, samples=samples, sampled_pairs=pairs, confidence=confidence)
+    # Full RAPPOR: the audit measures one report; the bound over repeated reports of one
+    # value (their shared permanent randomized response) is stated, not measured.
+    permanent = getattr(oracle, "permanent_epsilon", None)
     if args.json:
-        print(json.dumps({**result.to_dict(), "domain_size": oracle.domain_size, "seed": seed}))
+        extra = {} if permanent is None else {"permanent_epsilon": permanent}
+        print(
+            json.dumps(
+                {**result.to_dict(), "domain_size": oracle.domain_size, "seed": seed, **extra}
+            )
+        )
     else:
-        print(_text(result, oracle.domain_size, seed))
+        print(_text(result, oracle.domain_size, seed, permanent))
     return 1 if result.violated else 0
 
 
@@ -66,11 +74,20 @@ def _eps(value: float | None) -> str:
     return f"{value:.4f}" if math.isfinite(value) else str(value)
 
 
-def _text(result: AuditResult, domain_size: int, seed: int) -> str:
+def _text(result: AuditResult, domain_size: int, seed: int, permanent: float | None) -> str:
     status = "VIOLATED" if result.violated else "ok"
     lines = [
         f"audit {result.oracle}, domain size {domain_size}, seed {seed}",
-        f"  claimed epsilon                {_eps(result.claimed_epsilon)}",
+        f"  claimed epsilon                {_eps(result.claimed_epsilon)}"
+        + ("" if permanent is None else "  (one report)"),
+        *(
+            []
+            if permanent is None
+            else [
+                f"  permanent bound                {_eps(permanent)}  (any number of reports "
+                "of one value; from the parameters, not measured)"
+            ]
+        ),
         f"  exact (from the parameters)    {_eps(result.exact_epsilon)}"
         f"  over {result.exact_pairs} ordered input pairs",
         f"  sampled (from perturb_batch)   {_eps(result.sampled_epsilon)}"

@@ -25,6 +25,7 @@ from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError, ParameterError
 from ldptel.client.levels import STRATEGIES, check_levels
 from ldptel.client.oracles import ORACLES, FrequencyOracle
+from ldptel.client.oracles.rappor import Rappor, RapporFit
 from ldptel.client.simulation import (
     DISTRIBUTIONS,
     Plan,
@@ -111,11 +112,33 @@ def run(args: argparse.Namespace) -> int:
     }
     if oracle.name != args.oracle:  # an alias, or a chooser such as `auto`
         header["requested_oracle"] = args.oracle
+    choice = getattr(oracle, "auto_choice", None)
+    if choice is not None:
+        header["oracle_choice"] = choice
+    items = _items(result)
+    fit = _rappor_fit(oracle, result)
+    if fit is not None:
+        header["privacy"] = oracle.privacy_summary()  # type: ignore[attr-defined]
+        header["significance"] = {"alpha": fit.alpha, "rule": RAPPOR_RULE}
+        for item, significant, pvalue in zip(
+            items, fit.significant.tolist(), fit.pvalue.tolist(), strict=True
+        ):
+            item.update(significant=significant, pvalue=pvalue)
     if args.json:
-        print(json.dumps({**header, "items": _items(result)}))
+        print(json.dumps({**header, "items": items}))
     else:
-        print(_simulation_text(header, result, top))
+        print(_simulation_text(header, result, top, fit))
     return 0
+
+
+RAPPOR_RULE = "one-sided test of count > 0 on the fit's standard error, at alpha / d (Bonferroni)"
+
+
+def _rappor_fit(oracle: FrequencyOracle, result: Simulation) -> RapporFit | None:
+    """Full RAPPOR's decoding of the simulated support (the fit `estimate` already made)."""
+    if not isinstance(oracle, Rappor) or result.support is None:
+        return None
+    return oracle.fit(result.support)
 
 
 def _items(result: Simulation) -> list[dict[str, Any]]:
@@ -134,13 +157,35 @@ def _shape(header: dict[str, Any]) -> str:
     return f"{shape}, seed {header['seed']}"
 
 
-def _simulation_text(header: dict[str, Any], result: Simulation, top: int) -> str:
+def _simulation_text(
+    header: dict[str, Any], result: Simulation, top: int, fit: RapporFit | None = None
+) -> str:
     lines = [
         f"oracle {header['oracle']}, epsilon {header['epsilon']:.6g}, "
-        f"domain size {header['domain_size']}, n {header['n']} ({_shape(header)})",
-        "",
-        *_item_lines(result, top),
+        f"domain size {header['domain_size']}, n {header['n']} ({_shape(header)})"
     ]
+    requested = header.get("requested_oracle")
+    if "oracle_choice" in header:
+        lines.append(f"{requested} chose {header['oracle']}: {header['oracle_choice']['reason']}")
+    elif requested is not None:
+        lines.append(f"({requested} is {header['oracle']})")
+    if "privacy" in header:
+        privacy = header["privacy"]
+        lines += [
+            "RAPPOR k={k} h={h} m={m} f={f:.6g} p={p:g} q={q:g}: one report is "
+            "{epsilon:.4g}-LDP; any number of reports of one value by one client at most "
+            "{permanent_epsilon:.4g} (permanent bound)".format(**privacy)
+        ]
+    lines += ["", *_item_lines(result, top)]
+    if fit is not None:
+        flagged = np.flatnonzero(fit.significant)
+        shown = ", ".join(str(i) for i in flagged[:top]) + (", ..." if flagged.size > top else "")
+        lines.append(
+            f"Significant (count > 0 at alpha {fit.alpha:g} / {fit.significant.size}, "
+            f"Bonferroni): {flagged.size} of {fit.significant.size} candidates"
+            + (f" ({shown})" if flagged.size else "")
+            + "; the others keep their fitted estimate and are not significant."
+        )
     return "\n".join(lines)
 
 

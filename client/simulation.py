@@ -115,6 +115,8 @@ class Simulation:
     counts: NDArray[np.int64]
     estimate: NDArray[np.float64]
     variance: NDArray[np.float64]
+    #: The summed support vector the estimate came from (None for a combination of levels).
+    support: NDArray[np.int64] | None = None
 
     @property
     def n(self) -> int:
@@ -139,6 +141,7 @@ def simulate(
         counts=counts,
         estimate=oracle.estimate(support, n),
         variance=oracle.variance(n, counts / n),
+        support=support,
     )
 
 

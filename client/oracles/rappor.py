@@ -172,6 +172,9 @@ class Rappor(FrequencyOracle):
         self.fields = (Field("cohort", "<u4"), Field("bits", "u1", packed_width(self.k)))
         self.audit_event_count = (self.h + 1) ** 4
         self._bloom: NDArray[np.int64] | None = None
+        #: The last fit and its inputs: `estimate` and a caller wanting the standard errors
+        #: and significance of the same support then decode once.
+        self._last_fit: tuple[tuple[bytes, float, bool | None], RapporFit] | None = None
 
     # -- parameters and privacy --------------------------------------------------------------
     @staticmethod
@@ -325,12 +328,26 @@ class Rappor(FrequencyOracle):
         than a quarter of the (cohort, bit) cells."""
         from ldptel.client.oracles.rappor_fit import fit_candidates
 
-        return fit_candidates(self, support, alpha, lasso)
+        key = (np.asarray(support, dtype=np.int64).tobytes(), alpha, lasso)
+        last = self._last_fit
+        if last is not None and last[0] == key:
+            return last[1]
+        result = fit_candidates(self, support, alpha, lasso)
+        self._last_fit = (key, result)
+        return result
+
+    def privacy_summary(self) -> dict[str, float]:
+        """The parameters actually used and both guarantees, for the analyst."""
+        return {
+            "epsilon": self.epsilon,
+            "permanent_epsilon": self.permanent_epsilon,
+            **{name: getattr(self, name) for name in ("k", "h", "m", "f", "p", "q")},
+        }
 
     def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
         # Not exactly unbiased (exact_estimator = False): the non-negative fit shrinks rare
         # candidates to 0. Use `fit` for standard errors and significance.
-        return self.fit(support).estimate
+        return self.fit(support).estimate.copy()  # the fit stays cached unchanged
 
     def variance(
         self, n: int, frequencies: NDArray[np.float64] | None = None

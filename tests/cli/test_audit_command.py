@@ -93,3 +93,13 @@ def test_bad_parameters_give_one_line_and_exit_2(args: list[str], field: str) ->
         else:
             merged += [option, value]
     one_line_error(ldptel("audit", *merged), "audit", field)
+
+
+def test_rappor_states_its_permanent_bound_beside_the_measured_one_report_epsilon() -> None:
+    args = [*AUDIT[2:], "--oracle", "rappor", "--domain-size", "4", "--seed", "3", "--pairs", "1"]
+    result = ldptel("audit", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "claimed epsilon                1.0000  (one report)" in result.stdout
+    data = json.loads(ldptel("audit", *args, "--json").stdout)
+    assert f"permanent bound                {data['permanent_epsilon']:.4f}" in result.stdout
+    assert data["permanent_epsilon"] > data["claimed_epsilon"]

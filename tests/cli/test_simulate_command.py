@@ -191,3 +191,39 @@ def test_progress_is_shown_on_a_terminal_only() -> None:
     assert "simulating:  50.0% (50/100)" in terminal.getvalue()
     assert terminal.getvalue().endswith("\r\033[K")  # the line is cleared afterwards
     assert pipe.getvalue() == ""
+
+
+def test_rappor_shows_both_guarantees_and_which_candidates_are_significant() -> None:
+    args = ("--oracle", "rappor", "--epsilon", "1", "--domain-size", "16", "--n", "100000")
+    data = simulate_json(*args, "--seed", "4")
+    privacy = data["privacy"]
+    assert isinstance(privacy, dict)
+    # The guarantees of the parameters actually used (f derived from the requested epsilon).
+    h, f, p, q = privacy["h"], privacy["f"], privacy["p"], privacy["q"]
+    p_star, q_star = (f / 2) * q + (1 - f / 2) * p, (1 - f / 2) * q + (f / 2) * p
+    one = h * math.log(q_star * (1 - p_star) / (p_star * (1 - q_star)))
+    assert privacy["epsilon"] == pytest.approx(one) == pytest.approx(1.0, rel=1e-6)
+    assert privacy["permanent_epsilon"] == pytest.approx(2 * h * math.log((1 - f / 2) / (f / 2)))
+    items = data["items"]
+    assert isinstance(items, list) and all(
+        ITEM_KEYS | {"significant", "pvalue"} == set(i) for i in items
+    )
+    # The most frequent items are detected; a non-significant one keeps its estimate.
+    assert items[0]["significant"] and items[0]["pvalue"] < 0.05 / 16
+    assert not all(i["significant"] for i in items)
+    table = ldptel("simulate", *args, "--seed", "4").stdout
+    bound = f"{privacy['permanent_epsilon']:.4g}"
+    assert f"reports of one value by one client at most {bound} (permanent bound)" in table
+    flagged = sum(i["significant"] for i in items)
+    assert f"Bonferroni): {flagged} of 16 candidates" in table
+
+
+def test_auto_and_aliases_say_what_they_stand_for() -> None:
+    args = ("--epsilon", "1", "--domain-size", "64", "--n", "1000", "--seed", "1")
+    data = simulate_json("--oracle", "auto", *args)
+    choice = data["oracle_choice"]
+    assert isinstance(choice, dict) and choice["oracle"] == data["oracle"] != "auto"
+    assert data["requested_oracle"] == "auto"
+    table = ldptel("simulate", "--oracle", "auto", *args).stdout
+    assert f"auto chose {data['oracle']}: {choice['reason']}" in table
+    assert "(rappor-basic is sue)" in ldptel("simulate", "--oracle", "rappor-basic", *args).stdout
