@@ -56,15 +56,15 @@ def bearer_token(authorization: str | None) -> str:
             code="unauthorized",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    if scheme.lower() != "bearer" or not TOKEN_PATTERN.match(token.strip()):
-        raise ApiError(
-            401,
-            "Authorization",
-            "must be 'Bearer <token>'",
-            code="unauthorized",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    return token.strip()
+    if scheme.lower() != "bearer" or not token.strip():
+        reason = "must be 'Bearer <token>'"
+    elif not TOKEN_PATTERN.match(token.strip()):
+        reason = "invalid token"  # not one we could have issued; no need to ask Redis
+    else:
+        return token.strip()
+    raise ApiError(
+        401, "Authorization", reason, code="unauthorized", headers={"WWW-Authenticate": "Bearer"}
+    )
 
 
 def check_admin(authorization: str | None, admin_token: str | None) -> None:

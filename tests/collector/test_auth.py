@@ -65,10 +65,23 @@ def test_a_record_filed_under_the_wrong_key_is_refused(redis_client: Any) -> Non
     assert status_of(auth, token) == 403
 
 
-@pytest.mark.parametrize("header", [None, "", "Basic abc", "Bearer short", "Bearer bad token!"])
-def test_a_missing_or_malformed_header_is_401(redis_client: Any, header: str | None) -> None:
+@pytest.mark.parametrize(
+    ("header", "reason"),
+    [
+        (None, "missing bearer token"),
+        ("", "missing bearer token"),
+        ("Basic abc", "must be 'Bearer <token>'"),
+        ("Bearer ", "must be 'Bearer <token>'"),
+        ("Bearer short", "invalid token"),
+        ("Bearer bad token!", "invalid token"),
+    ],
+)
+def test_a_missing_or_malformed_header_is_401(
+    redis_client: Any, header: str | None, reason: str
+) -> None:
     auth = IngestAuth(redis_client)
     with pytest.raises(ApiError) as raised:
         auth.caller(header)
     assert raised.value.status == 401
+    assert raised.value.reason == reason
     assert raised.value.headers["WWW-Authenticate"] == "Bearer"
