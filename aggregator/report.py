@@ -28,6 +28,7 @@ from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, PureOracle
+from ldptel.client.oracles.rappor import Rappor
 from ldptel.collector import keys
 
 OK = "ok"
@@ -160,13 +161,17 @@ def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> 
     per_user = oracle.epsilon * config.reports_per_window
     users = n // config.reports_per_window
     central = shuffle_amplification(per_user, users) if users > 0 else None
-    return {
+    section = {
         "local_epsilon": oracle.epsilon,
         "reports_per_window": config.reports_per_window,
         "user_epsilon_per_window": per_user,
         "lifetime_epsilon": config.lifetime_epsilon,
         "central": central,
     }
+    if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
+        section["rappor"] = oracle.privacy_summary()
+        section["permanent_epsilon"] = oracle.permanent_epsilon
+    return section
 
 
 def privacy_sentences(report: dict[str, Any]) -> list[str]:
@@ -185,6 +190,14 @@ def privacy_sentences(report: dict[str, Any]) -> list[str]:
         lines.append(
             f"A user sends at most {privacy['reports_per_window']} reports per window, so a "
             f"user's epsilon in this window is at most {privacy['user_epsilon_per_window']:.3g}."
+        )
+    if "permanent_epsilon" in privacy:
+        rappor = privacy["rappor"]
+        lines.append(
+            f"RAPPOR (k={rappor['k']}, h={rappor['h']}, m={rappor['m']}, f={rappor['f']:.3g}, "
+            f"p={rappor['p']:.3g}, q={rappor['q']:.3g}): all the reports one user ever sends of "
+            "one value share one permanent randomized response, so together they are at most "
+            f"epsilon = {privacy['permanent_epsilon']:.3g} (the permanent bound), however many."
         )
     central = privacy.get("central")
     if central and central["applies"]:

@@ -181,3 +181,26 @@ def test_the_privacy_words_count_users_not_reports(redis_client: Any) -> None:
     assert report["privacy"]["central"]["n_users"] == 2500
     assert "from at least 2,500 users" in words and "2,500 reports" not in words
     assert "at most 2 reports per window" in words
+
+
+def test_a_rappor_report_states_both_guarantees_of_its_actual_parameters(
+    redis_client: Any,
+) -> None:
+    config = aggregated(redis_client, 3000, oracle="rappor", epsilon=1.1, params={"f": 0.5})
+    (report,) = build_window(redis_client, Registry(redis_client), config.name, WINDOW)["reports"]
+    privacy = report["privacy"]
+    # Google's defaults: one report 1.0743, and 2h ln((1 - f/2) / (f/2)) = 4 ln 3 in all.
+    assert privacy["permanent_epsilon"] == pytest.approx(4 * math.log(3))
+    assert privacy["local_epsilon"] == pytest.approx(config.build_oracle().epsilon)
+    assert privacy["rappor"]["f"] == 0.5 and privacy["rappor"]["k"] == 16
+    words = " ".join(privacy_sentences(report))
+    assert "RAPPOR (k=16, h=2, m=64, f=0.5, p=0.5, q=0.75)" in words
+    assert f"epsilon = {4 * math.log(3):.3g} (the permanent bound)" in words
+    json.dumps(report)
+
+
+def test_other_oracles_have_no_permanent_bound(redis_client: Any) -> None:
+    config = aggregated(redis_client, 500)
+    (report,) = build_window(redis_client, Registry(redis_client), config.name, WINDOW)["reports"]
+    assert "permanent_epsilon" not in report["privacy"]
+    assert "permanent bound" not in " ".join(privacy_sentences(report))
