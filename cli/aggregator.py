@@ -139,8 +139,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_entries < 1:
         raise ParameterError("batch_entries", "must be >= 1")
-    if args.lease_ms < 100:
-        raise ParameterError("lease_ms", "must be >= 100")
+    if args.lease_ms < 2_000:
+        # A step (read + count + EXEC) must finish within the lease, or it can never commit.
+        raise ParameterError("lease_ms", "must be >= 2000 (a step must finish within the lease)")
     every = None if args.once else parse_duration(args.every)
     logging.basicConfig(
         level=logging.WARNING if args.quiet else logging.INFO,
