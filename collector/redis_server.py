@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 
 class RedisServerError(RuntimeError):
@@ -47,7 +47,43 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class RedisServer:
+_M = TypeVar("_M", bound="_Managed")
+
+
+class _Managed:
+    """Start/stop of local server processes with their data in `data_dir` (a temporary
+    directory, removed by `cleanup`, unless one is given); also a context manager."""
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None, prefix: str) -> None:
+        self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix=prefix)
+        # Absolute: redis-server resolves --logfile after changing into --dir.
+        self.data_dir = Path(data_dir or self._tmp.name).resolve()  # type: ignore[union-attr]
+
+    def start(self: _M, timeout: float = 10.0) -> _M:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def cleanup(self) -> None:
+        """Stop, and remove the data directory if this object created it."""
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self: _M) -> _M:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cleanup()
+
+
+class RedisServer(_Managed):
     """A redis-server child process on 127.0.0.1 with its data in `data_dir`.
 
     Use as a context manager, or call `start()` / `stop()`. `appendonly` keeps acknowledged
@@ -63,9 +99,7 @@ class RedisServer:
         appendonly: bool = True,
         extra_args: Sequence[str] = (),
     ) -> None:
-        self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="ldptel-redis-")
-        # Absolute: redis-server resolves --logfile after changing into --dir.
-        self.data_dir = Path(data_dir or self._tmp.name).resolve()  # type: ignore[union-attr]
+        super().__init__(data_dir, "ldptel-redis-")
         self.port = port or free_port()
         self.appendonly = appendonly
         #: More redis-server options, e.g. ("--cluster-enabled", "yes").
@@ -130,23 +164,6 @@ class RedisServer:
             self.process.stderr.close()
         self.process = None
 
-    def cleanup(self) -> None:
-        """Stop and remove the data directory if this object created it."""
-        self.stop()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-
-    def __enter__(self) -> RedisServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.cleanup()
-
 
 CLUSTER_SLOTS = 16384
 #: Redis Cluster's bus listens on the client port + 10000 (6.2 has no --cluster-port).
@@ -167,7 +184,7 @@ def free_cluster_port() -> int:
         return port
 
 
-class LocalCluster:
+class LocalCluster(_Managed):
     """A Redis Cluster of `masters` redis-server children on 127.0.0.1 without replicas (for
     tests and demos), the slots split evenly in order. `url` is its `redis+cluster://` URL.
 
@@ -185,8 +202,7 @@ class LocalCluster:
     ) -> None:
         if masters < 1:
             raise ValueError("masters must be >= 1")
-        self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="ldptel-cluster-")
-        self.data_dir = Path(data_dir or self._tmp.name).resolve()  # type: ignore[union-attr]
+        super().__init__(data_dir, "ldptel-cluster-")
         cluster_args = (
             "--cluster-enabled", "yes",
             "--cluster-config-file", "nodes.conf",  # inside each node's own --dir
@@ -250,20 +266,3 @@ class LocalCluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
-
-    def cleanup(self) -> None:
-        """Stop every node and remove the data directory if this object created it."""
-        self.stop()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-
-    def __enter__(self) -> LocalCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.cleanup()
