@@ -139,13 +139,13 @@ class GridNoise:
     def sample(self, rng: Rng, shape: tuple[int, ...]) -> NDArray[np.int32]:
         """Noise in [-half_width, half_width] with P(j) = weights[j] / total, exactly."""
         out = np.empty(shape, dtype=np.int32)
-        self._noise_sampler.draw(rng, out.reshape(-1))
+        self._noise_sampler.draw(rng, out)
         return out
 
     def sample_reported(self, rng: Rng, x: int, out: NDArray[np.int32]) -> None:
         """Fill `out` (contiguous) with independent draws of clamp(x + noise, -M, M), x in
         {0, R}: the law `probabilities(x)`, exactly."""
-        self._report_samplers[x].draw(rng, out.reshape(-1))
+        self._report_samplers[x].draw(rng, out)
 
 
 def _weights(a: float, resolution: int) -> list[int]:

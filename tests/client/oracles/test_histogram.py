@@ -163,6 +163,9 @@ def test_a_draw_past_the_total_is_rejected_and_drawn_afresh() -> None:
     rejected = ScriptedRng(highest, highest, lowest)
     sampler.draw(rejected, out)
     assert out.tolist() == [7, 7, 7] and rejected.calls == [2**56, 65537, 2**56]
+    # It fills the array it is given, so a strided view (a copy once flattened) is refused.
+    with pytest.raises(ValueError, match="contiguous"):
+        sampler.draw(kept, np.empty((2, 4), dtype=np.int32)[:, ::2])
 
 
 def sample_law(noise: GridNoise, size: int, seed: int) -> NDArray[np.int64]:
