@@ -14,14 +14,16 @@ from typing import Any
 import numpy as np
 
 from ldptel.client.errors import ParameterError
-from ldptel.client.oracles import FrequencyOracle
+from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.base import check_epsilon, check_int
 from ldptel.client.simulation import build_oracle
 
 
 def add_oracle_arguments(parser: argparse.ArgumentParser, *, epsilon_required: bool = True) -> None:
     """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand."""
-    parser.add_argument("--oracle", required=True, help="oracle name (de, sue, oue, olh, ...)")
+    parser.add_argument(
+        "--oracle", required=True, help=f"oracle name: {', '.join(ORACLES)} (or an alias)"
+    )
     parser.add_argument(
         "--epsilon", required=epsilon_required, metavar="E", help="privacy budget, > 0"
     )

@@ -61,7 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--level-threshold", metavar="T", help="with --level-strategy threshold: the epsilon t"
     )
     parser.add_argument("--n", metavar="N", help="number of simulated clients (reports)")
-    parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="zipf")
+    parser.add_argument(
+        "--distribution",
+        choices=DISTRIBUTIONS,
+        default="zipf",
+        help="how the simulated users' true values are drawn (default zipf)",
+    )
     parser.add_argument(
         "--zipf-exponent", default="1.1", metavar="S", help="zipf exponent (default 1.1)"
     )
