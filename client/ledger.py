@@ -13,7 +13,7 @@ those of the level it is made at (`Budget.of`); the totals stay per campaign, ac
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
@@ -25,13 +25,17 @@ _SLACK = 1 + 1e-9
 #: Window rows are kept this long after their window ended (the lifetime row stays forever).
 KEEP_WINDOWS_SECONDS = 7 * 86_400
 
+#: The window_start of a campaign's lifetime total. Its row sorts after every real window of the
+#: campaign, next to the current window's row, so one UPSERT charges both on one page: each
+#: page a commit writes costs the caller two write() calls (benchmarks/README.md). Its
+#: window_end is the same (never pruned) and its reports column is unused (0).
+LIFETIME = 2**62
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger_windows (
   campaign TEXT NOT NULL, window_start INTEGER NOT NULL, window_end INTEGER NOT NULL,
   reports INTEGER NOT NULL, epsilon REAL NOT NULL, PRIMARY KEY (campaign, window_start)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ledger_lifetime (campaign TEXT PRIMARY KEY, epsilon REAL NOT NULL)
-  WITHOUT ROWID;
 """
 
 _CHARGE_WINDOW = """
@@ -39,10 +43,14 @@ INSERT INTO ledger_windows VALUES (?, ?, ?, 1, ?)
 ON CONFLICT DO UPDATE SET reports = reports + 1, epsilon = epsilon + excluded.epsilon
 RETURNING reports, epsilon
 """
-_CHARGE_LIFETIME = """
-INSERT INTO ledger_lifetime VALUES (?, ?)
-ON CONFLICT DO UPDATE SET epsilon = epsilon + excluded.epsilon RETURNING epsilon
+_CHARGE_WINDOW_AND_LIFETIME = f"""
+INSERT INTO ledger_windows VALUES (?1, ?2, ?3, 1, ?4), (?1, {LIFETIME}, {LIFETIME}, 0, ?4)
+ON CONFLICT DO UPDATE SET
+  reports = reports + excluded.reports, epsilon = epsilon + excluded.epsilon
+RETURNING window_start, reports, epsilon
 """
+_SPENT = "SELECT window_start, reports, epsilon FROM ledger_windows WHERE campaign = ? AND "
+_SPENT += f"window_start IN (?, {LIFETIME})"
 
 
 @dataclass(frozen=True)
@@ -80,23 +88,33 @@ def charge(
 ) -> None:
     """Record one report costing `cost` epsilon, inside the caller's write transaction;
     raises BudgetExhaustedError (the caller rolls back) if any limit would be passed."""
-    reports, spent = conn.execute(
-        _CHARGE_WINDOW, (campaign, window, window + window_seconds, cost)
-    ).fetchone()
-    if reports > budget.reports_per_window:
-        raise BudgetExhaustedError(
-            "window_reports", f"at most {budget.reports_per_window} reports per window"
-        )
-    if cost <= 0.0:
+    end = window + window_seconds
+    if cost <= 0.0:  # a resent memo: it counts as a report but spends nothing
+        (reports, _) = conn.execute(_CHARGE_WINDOW, (campaign, window, end, cost)).fetchone()
+        _check_reports(reports, budget)
         return
+    reports, spent, lifetime = 0, 0.0, 0.0
+    rows = conn.execute(_CHARGE_WINDOW_AND_LIFETIME, (campaign, window, end, cost))
+    for start, count, epsilon in rows:  # RETURNING's order is unspecified
+        if start == LIFETIME:
+            lifetime = epsilon
+        else:
+            reports, spent = count, epsilon
+    _check_reports(reports, budget)
     if spent > budget.window_epsilon * _SLACK:
         raise BudgetExhaustedError(
             "window_epsilon", f"window budget of epsilon {budget.window_epsilon:g} is spent"
         )
-    (lifetime,) = conn.execute(_CHARGE_LIFETIME, (campaign, cost)).fetchone()
     if lifetime > budget.lifetime_epsilon * _SLACK:
         raise BudgetExhaustedError(
             "lifetime_epsilon", f"lifetime budget of epsilon {budget.lifetime_epsilon:g} is spent"
+        )
+
+
+def _check_reports(reports: int, budget: Budget) -> None:
+    if reports > budget.reports_per_window:
+        raise BudgetExhaustedError(
+            "window_reports", f"at most {budget.reports_per_window} reports per window"
         )
 
 
@@ -110,18 +128,27 @@ class Spent:
 
 
 def spent(conn: sqlite3.Connection, campaign: str, window: int) -> Spent:
-    row = conn.execute(
-        "SELECT reports, epsilon FROM ledger_windows WHERE campaign = ? AND window_start = ?",
-        (campaign, window),
-    ).fetchone()
-    life = conn.execute(
-        "SELECT epsilon FROM ledger_lifetime WHERE campaign = ?", (campaign,)
-    ).fetchone()
-    return Spent(
-        window_reports=int(row[0]) if row else 0,
-        window_epsilon=float(row[1]) if row else 0.0,
-        lifetime_epsilon=float(life[0]) if life else 0.0,
+    found = Spent(0, 0.0, 0.0)
+    for start, reports, epsilon in conn.execute(_SPENT, (campaign, window)):
+        if start == LIFETIME:
+            found = replace(found, lifetime_epsilon=float(epsilon))
+        else:
+            found = replace(found, window_reports=int(reports), window_epsilon=float(epsilon))
+    return found
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Move the lifetime totals of a state_dir from before LIFETIME rows (a table of their
+    own) into ledger_windows (inside the caller's write transaction: once, whoever opens it)."""
+    old = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_lifetime'"
+    if conn.execute(old).fetchone() is None:
+        return
+    conn.execute(
+        "INSERT INTO ledger_windows SELECT campaign, ?1, ?1, 0, epsilon FROM ledger_lifetime "
+        "WHERE true ON CONFLICT DO UPDATE SET epsilon = epsilon + excluded.epsilon",
+        (LIFETIME,),
     )
+    conn.execute("DROP TABLE ledger_lifetime")
 
 
 def prune(conn: sqlite3.Connection, now: float) -> None:

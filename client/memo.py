@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,20 +49,14 @@ CREATE TABLE IF NOT EXISTS rappor_clients (
 """
 
 
+_INSERT_NEW = "INSERT OR IGNORE INTO memo VALUES (?, ?, ?)"
+_SELECT = "SELECT report, spent FROM memo WHERE key = ?"
+_ADD_SPENT = "UPDATE memo SET spent = spent + ? WHERE key = ?"
+
+
 def wire_json(report: WireReport) -> str:
     """A wire report as compact JSON (what the spool stores and the sender concatenates)."""
     return json.dumps(report, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class Draw:
-    """The report to send for one value and what it costs, before the ledger agreed."""
-
-    index: int
-    key: bytes
-    report: str
-    cost: float
-    spent_before: float | None  # None: the value has no memo row yet
 
 
 class Randomizer:
@@ -112,36 +105,39 @@ class Randomizer:
         message = f"{self._scope}:{index}".encode("ascii")
         return hashlib.blake2b(message, key=self._memo_secret, digest_size=16).digest()
 
-    def draw(self, conn: sqlite3.Connection, index: int) -> Draw:
-        """The report for value `index` and its cost (inside the caller's transaction)."""
+    def spend(self, conn: sqlite3.Connection, index: int) -> tuple[str, float]:
+        """The report to send for value `index` and the epsilon it costs, with its memo
+        written (inside the caller's transaction, which charges the ledger that cost; call
+        `committed` after COMMIT)."""
         final = self._final.get(index)
         if final is not None:
-            return Draw(index, b"", final, 0.0, self.permanent)
+            return final, 0.0
         key = self.key(index)
-        row = conn.execute("SELECT report, spent FROM memo WHERE key = ?", (key,)).fetchone()
-        spent_before = None if row is None else float(row[1])
+        if self._candidates is not None:  # most likely a new memo: one statement, no read
+            report = self._candidates[index]  # costs per_report = permanent, its whole bound
+            if conn.execute(_INSERT_NEW, (key, report, self.per_report)).rowcount:
+                return report, self.per_report
+            # else drawn before (an earlier run, another process): read it below
+        row = conn.execute(_SELECT, (key,)).fetchone()
+        spent = 0.0 if row is None else float(row[1])
         if self._rappor is not None:
             report = wire_json(self._rappor.report(index, self._rng))
         elif row is not None:
             report = str(row[0])
         else:
             report = self._fresh(index)
-        spent = spent_before or 0.0
-        cost = min(spent + self.per_report, self.permanent) - spent
-        return Draw(index, key, report, max(cost, 0.0), spent_before)
+        cost = max(min(spent + self.per_report, self.permanent) - spent, 0.0)
+        if row is None:
+            stored = None if self._rappor is not None else report
+            conn.execute(_INSERT_NEW, (key, stored, cost))
+        elif cost > 0.0:
+            conn.execute(_ADD_SPENT, (cost, key))
+        return report, cost
 
-    def record(self, conn: sqlite3.Connection, draw: Draw) -> None:
-        """Persist the draw's memo (inside the transaction that charged the ledger)."""
-        if draw.spent_before is None:
-            stored = None if self._rappor is not None else draw.report
-            conn.execute("INSERT INTO memo VALUES (?, ?, ?)", (draw.key, stored, draw.cost))
-        elif draw.cost > 0.0:
-            conn.execute("UPDATE memo SET spent = spent + ? WHERE key = ?", (draw.cost, draw.key))
-
-    def committed(self, draw: Draw) -> None:
+    def committed(self, index: int, report: str) -> None:
         """After COMMIT: a value whose bound is reached resends its memo from memory."""
-        if self._rappor is None and draw.index not in self._final:
-            self._final[draw.index] = draw.report
+        if self._rappor is None:
+            self._final[index] = report
 
     def _fresh(self, index: int) -> str:
         if self._candidates is not None:

@@ -140,6 +140,7 @@ class Reporter:
         self._checkpoint_conn: sqlite3.Connection | None = None
         with transaction(self._conn):
             self._memo_secret = statedb.secret(self._conn, "memo")
+            ledger.migrate(self._conn)
         self._new_sync_objects()
         self._active: dict[str, _Active] = {}
         self._retired: set[str] = set()
@@ -210,20 +211,15 @@ class Reporter:
             randomizer = state.randomizer
             try:
                 with transaction(conn):
-                    draw = randomizer.draw(conn, index)
-                    ledger.charge(
-                        conn, campaign, window, config.window_seconds, draw.cost, state.budget
-                    )
-                    randomizer.record(conn, draw)
-                    spool.append(
-                        conn, campaign, randomizer.config_id, window, now, draw.report, name
-                    )
+                    wire, cost = randomizer.spend(conn, index)
+                    ledger.charge(conn, campaign, window, config.window_seconds, cost, state.budget)
+                    spool.append(conn, campaign, randomizer.config_id, window, now, wire, name)
             except BudgetExhaustedError as error:
                 if self.settings.on_budget_exhausted == "raise":
                     raise
                 LOG.info("ldptel: report to %r skipped: %s", campaign, error)
                 return False
-            randomizer.committed(draw)
+            randomizer.committed(index, wire)
             self._unsent += 1
             self._since_checkpoint += 1
             nudge = (

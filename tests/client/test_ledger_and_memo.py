@@ -116,9 +116,9 @@ def test_rappor_keeps_cohort_and_secret_and_charges_up_to_the_permanent_bound(tm
     costs = []
     for _ in range(6):
         with transaction(conn):
-            draw = randomizer.draw(conn, 2)
-            randomizer.record(conn, draw)
-        costs.append(draw.cost)
+            report, cost = randomizer.spend(conn, 2)
+        randomizer.committed(2, report)
+        costs.append(cost)
     expected = [min(r * eps1, eps_inf) - min((r - 1) * eps1, eps_inf) for r in range(1, 7)]
     assert costs == pytest.approx(expected)
     assert sum(costs) == pytest.approx(eps_inf) and costs[-1] == 0.0
@@ -138,14 +138,19 @@ def test_memo_cost_rule_for_resent_reports(tmp_path):
     draws = []
     for _ in range(3):
         with transaction(conn):
-            draw = randomizer.draw(conn, 5)
-            randomizer.record(conn, draw)
-        randomizer.committed(draw)
-        draws.append(draw)
-    assert [d.cost for d in draws] == pytest.approx([1.0, 0.0, 0.0])
-    assert len({d.report for d in draws}) == 1
-    # A fresh process (no in-memory cache) finds the same memo on disk.
-    assert Randomizer(config, conn, b"k" * 32).draw(conn, 5).report == draws[0].report
+            report, cost = randomizer.spend(conn, 5)
+        randomizer.committed(5, report)
+        draws.append((report, cost))
+    assert [cost for _, cost in draws] == pytest.approx([1.0, 0.0, 0.0])
+    assert len({report for report, _ in draws}) == 1
+    # A fresh process (no in-memory cache; its own candidates) finds the same memo on disk,
+    # and it costs nothing more.
+    again = Randomizer(config, conn, b"k" * 32)
+    with transaction(conn):
+        assert again.spend(conn, 5) == (draws[0][0], 0.0)
+    again.forget_candidates()  # as after a fork: read, not inserted
+    with transaction(conn):
+        assert again.spend(conn, 5) == (draws[0][0], 0.0)
 
 
 def test_the_sender_prunes_past_windows_but_keeps_the_lifetime_total(
@@ -161,7 +166,25 @@ def test_the_sender_prunes_past_windows_but_keeps_the_lifetime_total(
     reporter = open_reporter()
     assert reporter.report("colors", "red")
     sender.step(reporter)
-    windows = conn.execute("SELECT window_start FROM ledger_windows").fetchall()
+    windows = conn.execute(
+        "SELECT window_start FROM ledger_windows WHERE window_start != ?", (ledger.LIFETIME,)
+    ).fetchall()
     assert (long_ago,) not in windows and len(windows) == 1  # this window's row stays
     assert reporter.privacy_spent("colors").lifetime_epsilon == pytest.approx(2.0)
     conn.close()
+
+
+def test_lifetime_totals_of_an_older_state_dir_are_kept(collector, open_reporter, state_dir):
+    collector.campaign(reports_per_window=10, lifetime_epsilon=2.5)
+    old = open_state(state_dir, (ledger.SCHEMA,))
+    with transaction(old):  # the lifetime table of the first release
+        old.execute("CREATE TABLE ledger_lifetime (campaign TEXT PRIMARY KEY, epsilon REAL)")
+        old.execute("INSERT INTO ledger_lifetime VALUES ('colors', 2.0)")
+    old.close()
+    reporter = open_reporter()
+    assert reporter.privacy_spent("colors").lifetime_epsilon == pytest.approx(2.0)
+    with pytest.raises(BudgetExhaustedError) as refused:
+        reporter.report("colors", "red")  # 2 + 1 > 2.5
+    assert refused.value.field == "lifetime_epsilon"
+    tables = {name for (name,) in reporter._conn.execute("SELECT name FROM sqlite_master")}
+    assert "ledger_lifetime" not in tables
