@@ -12,6 +12,7 @@ those of the level it is made at (`Budget.of`); the totals stay per campaign, ac
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from dataclasses import dataclass, replace
 
@@ -26,9 +27,9 @@ _SLACK = 1 + 1e-9
 KEEP_WINDOWS_SECONDS = 7 * 86_400
 
 #: The window_start of a campaign's lifetime total. Its row sorts after every real window of the
-#: campaign, next to the current window's row, so one UPSERT charges both on one page: each
-#: page a commit writes costs the caller two write() calls (benchmarks/README.md). Its
-#: window_end is the same (never pruned) and its reports column is unused (0).
+#: campaign, next to the current window's row, so charging both writes one page: each page a
+#: commit writes costs report() two write() calls (benchmarks/README.md). Its window_end is
+#: the same (never pruned) and its reports column is unused (0).
 LIFETIME = 2**62
 
 SCHEMA = """
@@ -38,16 +39,18 @@ CREATE TABLE IF NOT EXISTS ledger_windows (
 ) WITHOUT ROWID;
 """
 
-_CHARGE_WINDOW = """
-INSERT INTO ledger_windows VALUES (?, ?, ?, 1, ?)
-ON CONFLICT DO UPDATE SET reports = reports + 1, epsilon = epsilon + excluded.epsilon
-RETURNING reports, epsilon
+#: The common case: a plain UPDATE adds the report to its row if the row exists and stays
+#: within its limits (an UPSERT ... RETURNING costs twice as much). When it changes nothing,
+#: _UPSERT charges it anyway, creating the row or telling which limit it passes.
+_ADD = """
+UPDATE ledger_windows SET reports = reports + ?1, epsilon = epsilon + ?2
+WHERE campaign = ?3 AND window_start = ?4 AND reports + ?1 <= ?5 AND epsilon + ?2 <= ?6
 """
-_CHARGE_WINDOW_AND_LIFETIME = f"""
-INSERT INTO ledger_windows VALUES (?1, ?2, ?3, 1, ?4), (?1, {LIFETIME}, {LIFETIME}, 0, ?4)
+_UPSERT = """
+INSERT INTO ledger_windows VALUES (?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET
   reports = reports + excluded.reports, epsilon = epsilon + excluded.epsilon
-RETURNING window_start, reports, epsilon
+RETURNING reports, epsilon
 """
 _SPENT = "SELECT window_start, reports, epsilon FROM ledger_windows WHERE campaign = ? AND "
 _SPENT += f"window_start IN (?, {LIFETIME})"
@@ -88,34 +91,27 @@ def charge(
 ) -> None:
     """Record one report costing `cost` epsilon, inside the caller's write transaction;
     raises BudgetExhaustedError (the caller rolls back) if any limit would be passed."""
-    end = window + window_seconds
-    if cost <= 0.0:  # a resent memo: it counts as a report but spends nothing
-        (reports, _) = conn.execute(_CHARGE_WINDOW, (campaign, window, end, cost)).fetchone()
-        _check_reports(reports, budget)
+    window_cap = budget.window_epsilon * _SLACK if cost > 0.0 else math.inf  # a resent memo
+    limits = (budget.reports_per_window, window_cap)
+    if not conn.execute(_ADD, (1, cost, campaign, window, *limits)).rowcount:
+        end = window + window_seconds
+        reports, spent = conn.execute(_UPSERT, (campaign, window, end, 1, cost)).fetchone()
+        if reports > budget.reports_per_window:
+            raise BudgetExhaustedError(
+                "window_reports", f"at most {budget.reports_per_window} reports per window"
+            )
+        if spent > window_cap:
+            raise BudgetExhaustedError(
+                "window_epsilon", f"window budget of epsilon {budget.window_epsilon:g} is spent"
+            )
+    if cost <= 0.0:
         return
-    reports, spent, lifetime = 0, 0.0, 0.0
-    rows = conn.execute(_CHARGE_WINDOW_AND_LIFETIME, (campaign, window, end, cost))
-    for start, count, epsilon in rows:  # RETURNING's order is unspecified
-        if start == LIFETIME:
-            lifetime = epsilon
-        else:
-            reports, spent = count, epsilon
-    _check_reports(reports, budget)
-    if spent > budget.window_epsilon * _SLACK:
-        raise BudgetExhaustedError(
-            "window_epsilon", f"window budget of epsilon {budget.window_epsilon:g} is spent"
-        )
-    if lifetime > budget.lifetime_epsilon * _SLACK:
-        raise BudgetExhaustedError(
-            "lifetime_epsilon", f"lifetime budget of epsilon {budget.lifetime_epsilon:g} is spent"
-        )
-
-
-def _check_reports(reports: int, budget: Budget) -> None:
-    if reports > budget.reports_per_window:
-        raise BudgetExhaustedError(
-            "window_reports", f"at most {budget.reports_per_window} reports per window"
-        )
+    lifetime_cap = budget.lifetime_epsilon * _SLACK
+    if not conn.execute(_ADD, (0, cost, campaign, LIFETIME, 0, lifetime_cap)).rowcount:
+        _, lifetime = conn.execute(_UPSERT, (campaign, LIFETIME, LIFETIME, 0, cost)).fetchone()
+        if lifetime > lifetime_cap:
+            reason = f"lifetime budget of epsilon {budget.lifetime_epsilon:g} is spent"
+            raise BudgetExhaustedError("lifetime_epsilon", reason)
 
 
 @dataclass(frozen=True)
