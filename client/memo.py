@@ -79,7 +79,8 @@ class Randomizer:
         #: What memo keys and RAPPOR's client secret are per: the config, and the level.
         self._scope = f"{self.config_id}:{level}" if level else self.config_id
         self.oracle: FrequencyOracle = oracle
-        self._memo_secret = memo_secret
+        #: BLAKE2b keyed with the memo secret, copied per key (keying once saves a block).
+        self._keyed = hashlib.blake2b(key=memo_secret, digest_size=16)
         self._rng = SecureRandom()
         self._final: dict[int, str] = {}  # values whose memo can never change again
         self._candidates: list[str] | None = None
@@ -102,8 +103,9 @@ class Randomizer:
         self._candidates = None
 
     def key(self, index: int) -> bytes:
-        message = f"{self._scope}:{index}".encode("ascii")
-        return hashlib.blake2b(message, key=self._memo_secret, digest_size=16).digest()
+        keyed = self._keyed.copy()  # = blake2b(message, key=memo_secret, digest_size=16)
+        keyed.update(f"{self._scope}:{index}".encode("ascii"))
+        return keyed.digest()
 
     def spend(self, conn: sqlite3.Connection, index: int) -> tuple[str, float]:
         """The report to send for value `index` and the epsilon it costs, with its memo
