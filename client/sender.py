@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ldptel.client import ledger, spool
+from ldptel.client import ledger, spool, statedb
 from ldptel.client.transport import Outcome, backoff_delay
 
 if TYPE_CHECKING:
@@ -74,6 +74,10 @@ def step(reporter: Reporter) -> float:
             return MAX_NAP if due is None else min(MAX_NAP, max(0.01, due - now))
         reporter._posting = batch.id
     try:
+        # Durable against a power loss before the collector can store it (statedb): or a
+        # rebooted client could re-spend the epsilon of reports already sent, or resend them
+        # under a new idempotency key.
+        statedb.sync_wal(reporter.state_dir)
         outcome = reporter._transport.post_batch(
             batch.campaign, batch.config_id, batch.key, batch.reports, batch.level
         )

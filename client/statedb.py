@@ -5,7 +5,10 @@ One database, so that a report's ledger charge, its memo entry and its spool row
 one transaction: a crash can lose a report, never spend epsilon without recording it. WAL with
 synchronous=NORMAL: a commit is a write() into the WAL (it survives a killed process without
 an fsync per report); the sender checkpoints (`checkpoint`), so report() waits for an fsync
-only when the WAL has to be truncated, once per WAL_LIMIT bytes of commits.
+only when the WAL has to be truncated, once per WAL_LIMIT bytes of commits. A power loss (or
+OS crash) can undo the commits made since the WAL was last synced, whole transactions only
+(WAL frames are checksummed): so the sender syncs it (`sync_wal`) before posting a batch, and
+nothing the collector may have stored can be undone here (its ledger charges, memos, key).
 """
 
 from __future__ import annotations
@@ -114,6 +117,19 @@ def checkpoint(conn: sqlite3.Connection, state_dir: str | os.PathLike[str]) -> N
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+
+def sync_wal(state_dir: str | os.PathLike[str]) -> None:
+    """fsync the WAL: every commit written so far then survives a power loss too, not only a
+    killed process. (SQLite takes no lock on the WAL file, so another descriptor is safe.)"""
+    try:
+        fd = os.open(Path(state_dir) / f"{FILENAME}-wal", os.O_RDWR)
+    except FileNotFoundError:  # no WAL: every commit is in the database file, synced
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def secret(conn: sqlite3.Connection, name: str, size: int = 32) -> bytes:

@@ -1,5 +1,6 @@
-"""The spool survives a SIGKILL of the reporting process, a forked child reports through its
-own sender, and concurrent report() calls from many threads are each stored exactly once."""
+"""The spool survives a SIGKILL of the reporting process (and what is sent, a power loss), a
+forked child reports through its own sender, and concurrent report() calls from many threads
+are each stored exactly once."""
 
 from __future__ import annotations
 
@@ -37,6 +38,36 @@ def test_spool_survives_sigkill(collector, token, state_dir, redis_client, open_
     assert reporter.flush(timeout=20)
     assert len(stored_reports(redis_client, config)) == 25
     assert reporter.privacy_spent("colors").window_reports == 25  # the ledger survived too
+
+
+def test_the_wal_is_synced_before_each_batch_is_posted(collector, open_reporter, monkeypatch):
+    """A commit survives a killed process at once, a power loss only once the WAL is synced:
+    what the collector may store must be on disk first, with its ledger charge, memo and
+    idempotency key, or a rebooted client could spend that epsilon again or resend the batch
+    under a new key."""
+    from ldptel.client import statedb
+
+    collector.campaign(reports_per_window=10)
+    reporter = open_reporter(batch_size=2)
+    events = []
+    real_sync, real_post = statedb.sync_wal, reporter._transport.post_batch
+
+    def sync(state_dir):
+        events.append(("sync", reporter.stats()["pending_batches"]))
+        real_sync(state_dir)
+
+    def post(*args, **kwargs):
+        events.append(("post", None))
+        return real_post(*args, **kwargs)
+
+    monkeypatch.setattr(statedb, "sync_wal", sync)
+    monkeypatch.setattr(reporter._transport, "post_batch", post)
+    for value in VALUES[:4]:
+        assert reporter.report("colors", value)
+    assert reporter.flush(timeout=20)
+    # Each POST follows a sync made after its batch (and key) was committed.
+    assert [name for name, _ in events] == ["sync", "post", "sync", "post"]
+    assert all(pending >= 1 for name, pending in events if name == "sync")
 
 
 def test_concurrent_reports_are_each_stored_once(collector, redis_client, open_reporter):
