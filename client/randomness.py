@@ -1,14 +1,14 @@
 """Randomness for the oracles: the OS CSPRNG on the client, a seeded generator in simulation.
 
-Oracles use only `random(size)` and `integers(low, high, size)`, the two methods that
-numpy's `Generator` and our `SecureRandom` share. Their exact samplers are integer arithmetic
+Oracles use only `random(size)` and `integers(low, high, size[, dtype])`, the two methods
+that numpy's `Generator` and our `SecureRandom` share. Their exact samplers are integer arithmetic
 on uniform integers: unary.bernoulli_bits (bits) and histogram.GridNoise (integer noise).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Protocol
+from typing import Protocol, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,7 +21,13 @@ class Rng(Protocol):
 
     def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]: ...
 
+    @overload
     def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]: ...
+
+    @overload
+    def integers(
+        self, low: int, high: int, size: int | tuple[int, ...], dtype: type[np.uint64]
+    ) -> NDArray[np.uint64]: ...
 
 
 class SecureRandom:
@@ -33,11 +39,29 @@ class SecureRandom:
         # 53 random bits -> a uniform double in [0, 1) on the 2^-53 grid (no rounding bias).
         return ((words >> np.uint64(11)).astype(np.float64) * _TWO_POW_MINUS_53).reshape(size)
 
-    def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]:
+    @overload
+    def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]: ...
+
+    @overload
+    def integers(
+        self, low: int, high: int, size: int | tuple[int, ...], dtype: type[np.uint64]
+    ) -> NDArray[np.uint64]: ...
+
+    def integers(
+        self,
+        low: int,
+        high: int,
+        size: int | tuple[int, ...],
+        dtype: type[np.int64] | type[np.uint64] = np.int64,
+    ) -> NDArray[np.int64] | NDArray[np.uint64]:
         span = high - low
         if span <= 0:
             raise ValueError("integers: high must exceed low")
         count = int(np.prod(size))
+        if dtype is np.uint64 and (low, high) == (0, 1 << 64):
+            # The whole 64-bit range: the OS's random bytes are the draws as they come.
+            words = np.frombuffer(os.urandom(8 * count), dtype="<u8")
+            return words.astype(np.uint64).reshape(size)
         out = np.empty(count, dtype=np.uint64)
         # Rejection sampling keeps every integer exactly equally likely.
         limit = np.uint64((2**64 // span) * span - 1) if span & (span - 1) else None
@@ -51,6 +75,8 @@ class SecureRandom:
             out[filled : filled + take.size] = take
             filled += take.size
         values: NDArray[np.int64] = (out % np.uint64(span)).astype(np.int64) + low
+        if dtype is np.uint64:
+            return values.astype(np.uint64).reshape(size)
         return values.reshape(size)
 
 

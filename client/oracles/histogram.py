@@ -39,7 +39,6 @@ from ldptel.client.oracles.base import (
     check_int,
     check_reports,
 )
-from ldptel.client.oracles.unary import random_bytes
 from ldptel.client.randomness import Rng
 
 #: Grid resolution R: the true item's coordinate is R, noise is in grid units. Wire values and
@@ -193,7 +192,6 @@ class TableSampler:
         # unresolved, for the rejection step).
         self.first = _read_only(np.searchsorted(cdf, starts, side="right").astype(np.int32))
         last = np.searchsorted(cdf, np.minimum(ends, self.total - 1), side="right")
-        self.last = _read_only(last.astype(np.int32))
         one_value = (self.values[self.first] == self.values[last]) & (ends < self.total)
         guide = np.where(one_value, self.values[self.first], self.unresolved)
         self.guide = _read_only(guide.astype(np.int32))
@@ -203,7 +201,10 @@ class TableSampler:
         if not out.flags.c_contiguous:
             raise ValueError("TableSampler.draw fills a contiguous array")
         flat = out.reshape(-1)
-        tops = random_bytes(rng, 2 * flat.size).view("<u2")
+        # Full-range 64-bit words are the cheapest uniform bits from both of our sources
+        # (numpy: ~0.55 ns per 16 bits vs ~1 ns as uint16 draws); each word is 4 block indices.
+        words = rng.integers(0, 1 << 64, -(-flat.size // 4), dtype=np.uint64)
+        tops = words.view(np.uint16)[: flat.size]
         # mode="clip" skips the bounds check: a 16-bit index is always in the 2^16 table.
         np.take(self.guide, tops, out=flat, mode="clip")
         unresolved = np.flatnonzero(flat == self.unresolved)
@@ -228,31 +229,14 @@ class TableSampler:
     def cells(self, top: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.intp]:
         """The cell holding each u < total (top = u // block). Most unresolved blocks hold
         one cell boundary: one step from the block's first cell. Blocks in the far tails
-        hold more: bisection between the block's first and last cells (few steps, and the
-        cdf entries it reads stay close together)."""
+        hold more: a binary search of the cdf (in C; ~10x faster than a vectorized
+        bisection loop for the few hundred such draws of a chunk)."""
         cells = self.first[top].astype(np.intp)
         cells += u >= self.cdf[cells]
         far = np.flatnonzero(u >= self.cdf[cells])
         if far.size:
-            cells[far] = _bisect(self.cdf, u[far], cells[far] + 1, self.last[top[far]])
+            cells[far] = np.searchsorted(self.cdf, u[far], side="right")
         return cells
-
-
-def _bisect(
-    cdf: NDArray[np.int64], u: NDArray[np.int64], low: NDArray[np.intp], high: NDArray[Any]
-) -> NDArray[np.intp]:
-    """The cell of each u, known to lie in cells low..high (vectorized bisection)."""
-    low, high = low.copy(), high.astype(np.intp)
-    active = np.flatnonzero(low < high)
-    while active.size:
-        a_low, a_high = low[active], high[active]
-        mid = (a_low + a_high) >> 1
-        above = u[active] >= cdf[mid]
-        a_low = np.where(above, mid + 1, a_low)
-        a_high = np.where(above, a_high, mid)
-        low[active], high[active] = a_low, a_high
-        active = active[a_low < a_high]
-    return low
 
 
 def _read_only(array: NDArray[Any]) -> NDArray[Any]:

@@ -42,25 +42,27 @@ def discrete_laplace_variance(a: float) -> float:
 class ScriptedRng:
     """An Rng whose integer draws are scripted: `answers(high, size)` per call, in order."""
 
-    def __init__(self, *answers: Callable[[int, int], NDArray[np.int64]]) -> None:
+    def __init__(self, *answers: Callable[[int, int], NDArray[np.uint64]]) -> None:
         self.answers = list(answers)
         self.calls: list[int] = []
 
     def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]:
         raise AssertionError("the grid sampler draws no floats")
 
-    def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]:
+    def integers(
+        self, low: int, high: int, size: int | tuple[int, ...], dtype: type = np.int64
+    ) -> NDArray[Any]:
         assert low == 0
         self.calls.append(high)
-        return self.answers.pop(0)(high, int(np.prod(size))).reshape(size)
+        return self.answers.pop(0)(high, int(np.prod(size))).astype(dtype).reshape(size)
 
 
-def highest(high: int, size: int) -> NDArray[np.int64]:
-    return np.full(size, high - 1, dtype=np.int64)
+def highest(high: int, size: int) -> NDArray[np.uint64]:
+    return np.full(size, high - 1, dtype=np.uint64)
 
 
-def lowest(high: int, size: int) -> NDArray[np.int64]:
-    return np.zeros(size, dtype=np.int64)
+def lowest(high: int, size: int) -> NDArray[np.uint64]:
+    return np.zeros(size, dtype=np.uint64)
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -157,12 +159,12 @@ def test_a_draw_past_the_total_is_rejected_and_drawn_afresh() -> None:
     kept = ScriptedRng(highest, lowest)
     out = np.empty(3, dtype=np.int32)
     sampler.draw(kept, out)
-    assert out.tolist() == [9, 9, 9] and kept.calls == [2**56, 65537]
+    assert out.tolist() == [9, 9, 9] and kept.calls == [2**64, 65537]
     # Highest low part: u = 2^32 + 65535 >= total, rejected; the fresh draw (top bits 0)
     # lands in block 0, which the guide resolves to cell 0.
     rejected = ScriptedRng(highest, highest, lowest)
     sampler.draw(rejected, out)
-    assert out.tolist() == [7, 7, 7] and rejected.calls == [2**56, 65537, 2**56]
+    assert out.tolist() == [7, 7, 7] and rejected.calls == [2**64, 65537, 2**64]
     # It fills the array it is given, so a strided view (a copy once flattened) is refused.
     with pytest.raises(ValueError, match="contiguous"):
         sampler.draw(kept, np.empty((2, 4), dtype=np.int32)[:, ::2])
