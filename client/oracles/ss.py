@@ -35,6 +35,8 @@ from ldptel.client.randomness import Rng
 
 #: Reports perturbed at once: their unpacked bits (~4 MB; measured best at d = 1024).
 _BITS_PER_CHUNK = 1 << 22
+#: Floyd's draws are 32-bit words (numpy draws them at half the cost of a double).
+_WORD = 1 << 32
 
 
 def default_subset_size(domain_size: int, epsilon: float) -> int:
@@ -97,33 +99,38 @@ class SubsetSelection(PureOracle):
 
     def _perturb_chunk(self, values: NDArray[np.int64], rng: Rng) -> NDArray[np.uint8]:
         n, d, k = values.size, self.domain_size, self.k
+        others = d - 1
         include = rng.random(n) < self.p
+        # Floyd's algorithm (Bentley & Floyd, CACM 1987) draws a uniform m-subset of
+        # [0, N), N = d-1, in m steps: for j = N-m .. N-1, add a uniform t in [0, j], or j
+        # itself if t is already in. Rows needing k others start one step before the rows
+        # whose k-th slot is the true value. Any bijection from [0, N) onto the items other
+        # than v keeps the subset uniform: i -> i, except v -> d-1 (fixed up at the end),
+        # which saves the per-step order-preserving map i -> i + (i >= v).
+        # One block of words for all steps (one CSPRNG call per report on the client).
+        first = others - k
+        words, per_value = _draw_words(np.arange(first + 1, others + 1), n, rng)
+        bits = np.zeros(n * d, dtype=np.uint8)
         # Row r's bits are bits[r d : (r+1) d]: flat indices make every step 1-d gathers
         # and scatters (2-d fancy indexing costs several times more).
-        bits = np.zeros(n * d, dtype=np.uint8)
         starts = np.arange(n, dtype=np.intp) * d
-        # Floyd's algorithm (Bentley & Floyd, CACM 1987) draws a uniform m-subset of the
-        # N = d-1 other items in m steps: for j = N-m .. N-1, add a uniform t in [0, j], or
-        # j itself if t is already in. Rows needing k items start one step before the rows
-        # whose k-th slot is the true value. Other-item index i is item i + (i >= v).
-        # One block of uniforms for all steps (one CSPRNG call per report on the client);
-        # floor(u (j+1)) is uniform on [0, j] up to the 2^-53 grid of u.
-        uniforms = rng.random((k, n))
-        others = d - 1
+        member = np.empty(n, dtype=np.intp)
+        t = np.empty(n, dtype=np.intp)
         excluded = np.flatnonzero(~include)
-        for step, j in enumerate(range(others - k, others)):
-            if step:
-                owner, start, uniform = values, starts, uniforms[step]
-            else:
-                owner, start, uniform = values[excluded], starts[excluded], uniforms[0, excluded]
-            t = (uniform * (j + 1)).astype(np.intp)
-            t += t >= owner
-            t += start
-            j_item = start + j
-            j_item += j >= owner
-            np.copyto(t, j_item, where=bits[t].view(np.bool_))
+        bits[words[0, excluded] // per_value[0] + starts[excluded]] = 1
+        cursor = starts + first
+        for step in range(1, k):
+            cursor += 1
+            np.floor_divide(words[step], per_value[step], out=t)
+            t += starts
+            # t <= cursor = row start + j, so max(t, cursor * [t already in]) is Floyd's pick.
+            np.multiply(bits[t], cursor, out=member)
+            np.maximum(t, member, out=t)
             bits[t] = 1
-        bits[starts + values] = include
+        # Other-item index v stands for item d-1; then the true value's own bit.
+        value_bits = starts + values
+        bits[starts + others] = bits[value_bits]
+        bits[value_bits] = include
         return pack_bits(bits.reshape(n, d))
 
     def encode(self, batch: ReportBatch) -> list[WireReport]:
@@ -157,3 +164,20 @@ class SubsetSelection(PureOracle):
             (only_value, only_other) if value < other else (only_other, only_value)
         )
         return np.array([neither, only_high, only_low, both])
+
+
+def _draw_words(
+    bounds: NDArray[np.int64], n: int, rng: Rng
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """32-bit words for n uniform draws on [0, m) per bound m, and each m's bucket width q.
+
+    floor(w / q) with q = floor(2^32 / m) is exactly uniform on [0, m) for a uniform word
+    w < q m; the rare words above (probability < m / 2^32) are redrawn.
+    """
+    words = rng.integers(0, _WORD, (bounds.size, n))
+    per_value = _WORD // bounds
+    limit = (per_value * bounds)[:, None]
+    while (words >= limit).any():
+        rejected = np.nonzero(words >= limit)
+        words[rejected] = rng.integers(0, _WORD, rejected[0].size)
+    return words, per_value

@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from contract_checks import Z_LIMIT, event_z, variance_ratios, z_scores
+from numpy.typing import NDArray
 from scipy import stats
 
 from ldptel.client.audit import exact_audit, sampled_audit
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.oracles.ss import SubsetSelection, default_subset_size
+from ldptel.client.randomness import Rng
 
 VECTORS = Path(__file__).parents[2] / "vectors" / "ss.json"
 COUNTS = np.array([4000, 2500, 1500, 1000, 600, 300, 100, 0], dtype=np.int64)
@@ -100,11 +102,13 @@ def test_every_report_is_a_k_subset() -> None:
     assert oracle.decode(oracle.encode(batch))["bits"].tobytes() == batch["bits"].tobytes()
 
 
-def subset_p_value(oracle: SubsetSelection, value: int, seed: int, claimed_p: float) -> float:
+def subset_p_value(
+    oracle: SubsetSelection, value: int, seed: int, claimed_p: float, rng: Rng | None = None
+) -> float:
     """Chi-square fit of the reported subsets (all of them) for one true value to
     P[S | v] = p / C(d-1, k-1) if v in S, else (1-p) / C(d-1, k)."""
     d, k, n = oracle.domain_size, oracle.k, 120_000
-    batch = oracle.perturb_batch(np.full(n, value), np.random.default_rng(seed))
+    batch = oracle.perturb_batch(np.full(n, value), rng or np.random.default_rng(seed))
     bits = np.unpackbits(batch["bits"], axis=1, count=d).astype(np.int64)
     codes = bits @ (1 << np.arange(d))
     subsets = [sum(1 << i for i in c) for c in itertools.combinations(range(d), k)]
@@ -121,6 +125,34 @@ def subset_p_value(oracle: SubsetSelection, value: int, seed: int, claimed_p: fl
 def test_every_subset_has_exactly_its_probability(d: int, k: int, value: int) -> None:
     oracle = SubsetSelection(epsilon=1.0, domain_size=d, k=k)
     assert subset_p_value(oracle, value, seed=d * 10 + k, claimed_p=oracle.p) > 1e-4
+
+
+class RejectedWordsFirst:
+    """A numpy generator whose first block of integers is all 2^32 - 1, a word that every
+    draw on [0, m) must reject and redraw unless m is a power of 2."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.fresh = True
+
+    def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]:
+        return self.rng.random(size)
+
+    def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]:
+        words = self.rng.integers(low, high, size)
+        if self.fresh:
+            self.fresh = False
+            words[...] = high - 1
+        return words
+
+
+def test_rejected_words_are_redrawn_without_bias() -> None:
+    oracle = SubsetSelection(epsilon=1.0, domain_size=7, k=2)  # Floyd draws on [0, 5), [0, 6)
+    rng = RejectedWordsFirst(seed=5)
+    batch = oracle.perturb_batch(np.zeros(5, dtype=np.int64), rng)
+    assert not rng.fresh
+    assert np.all(np.unpackbits(batch["bits"], axis=1, count=7).sum(axis=1) == 2)
+    assert subset_p_value(oracle, 0, seed=0, claimed_p=oracle.p, rng=RejectedWordsFirst(61)) > 1e-4
 
 
 def test_the_subset_law_check_detects_a_slightly_wrong_inclusion_probability() -> None:
