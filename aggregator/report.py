@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,6 +38,11 @@ NORMAL = "normal approximation: z = the (1 - expected_false_flags / d) normal qu
 EXACT_BINOMIAL = (
     "exact: the support count of an item nobody holds is Binomial(n, q*); threshold = its "
     "(1 - expected_false_flags / d) quantile, z = threshold / stderr under f = 0"
+)
+DECODER_FIT = (
+    "decoder's fit: one-sided test of count > 0 on the fit's own standard error at level "
+    "expected_false_flags / d (Bonferroni); candidates the fit left at 0 are not significant "
+    "and carry the design stderr under f = 0"
 )
 
 
@@ -114,11 +119,19 @@ def exact_null_threshold(oracle: FrequencyOracle, n: int, options: ReportOptions
     return (k - n * q) / (p - q)
 
 
+def has_decoder_fit(oracle: FrequencyOracle) -> TypeGuard[Rappor]:
+    """Whether the oracle's estimator is not exact and its own fit gives the standard errors
+    and significance (full RAPPOR)."""
+    return not oracle.exact_estimator and isinstance(oracle, Rappor)
+
+
 def item_statistics(
     oracle: FrequencyOracle, support: NDArray[np.int64], n: int, options: ReportOptions
 ) -> dict[str, NDArray[Any]]:
     """Per item: estimate, variance, stderr, CI bounds, consistent estimate, and the
     significance threshold with the flag."""
+    if has_decoder_fit(oracle):
+        return fit_statistics(oracle, support, n, options)
     threshold = exact_null_threshold(oracle, n, options)
     return estimate_statistics(oracle.estimate(support, n), oracle.variance, n, options, threshold)
 
@@ -153,6 +166,30 @@ def estimate_statistics(
         "consistent": consistent(options.consistency, estimate, n, threshold),
         "threshold": threshold,
         "significant": estimate > threshold,
+    }
+
+
+def fit_statistics(
+    oracle: Rappor, support: NDArray[np.int64], n: int, options: ReportOptions
+) -> dict[str, NDArray[Any]]:
+    """item_statistics from the decoder's own fit (Rappor.fit at alpha = false_flags): its
+    stderr, and its Bonferroni verdicts as the flags (threshold = z * that stderr)."""
+    fit = oracle.fit(support, alpha=options.false_flags)
+    # A candidate the non-negative fit left at 0 has no standard error of its own (it sits
+    # on the boundary): it gets the design stderr under f_v = 0 and is not significant.
+    stderr = np.where(fit.selected, fit.stderr, np.sqrt(oracle.variance(n, None)))
+    z_ci = NormalDist().inv_cdf(0.5 + options.confidence / 2)
+    # Base-Cut keeps exactly the candidates the fit calls significant.
+    verdict = np.where(fit.significant, -np.inf, np.inf)
+    return {
+        "estimate": fit.estimate.copy(),
+        "variance": stderr**2,
+        "stderr": stderr,
+        "ci_low": fit.estimate - z_ci * stderr,
+        "ci_high": fit.estimate + z_ci * stderr,
+        "consistent": consistent(options.consistency, fit.estimate, n, verdict),
+        "threshold": significance_z(fit.estimate.size, options.false_flags) * stderr,
+        "significant": fit.significant.copy(),
     }
 
 
@@ -343,6 +380,12 @@ def build_report(
             null_stderr = float(np.sqrt(oracle.variance(n, None))[0])
             report["significance"].update(
                 z=float(stats["threshold"][0]) / null_stderr, method=EXACT_BINOMIAL
+            )
+        elif has_decoder_fit(oracle):
+            report["significance"].update(
+                rule="p-value of count > 0 on the fit's stderr < expected_false_flags / d, i.e. "
+                "estimate > threshold = z * the fit's stderr (one-sided, Bonferroni)",
+                method=DECODER_FIT,
             )
     return report
 

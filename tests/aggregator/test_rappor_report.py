@@ -1,0 +1,77 @@
+"""Reports of full RAPPOR: standard errors, confidence intervals and significance come from the
+decoder's own fit (Rappor.fit), not from the design variance and the generic threshold."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from stream_entries import make_config, register, simulate
+
+from ldptel.aggregator.registry import Registry
+from ldptel.aggregator.report import DECODER_FIT, ReportOptions, build_window, significance_z
+from ldptel.aggregator.state import StateKey, read_state
+from ldptel.aggregator.worker import Worker
+
+WINDOW = 1_700_006_400
+#: Four candidates people hold, then eight decoys nobody holds.
+FREQUENCIES = [0.4, 0.3, 0.2, 0.1] + [0.0] * 8
+N = 20_000
+
+
+def rappor_window(client: Any, options: ReportOptions) -> tuple[Any, dict[str, Any], Any]:
+    """A RAPPOR campaign aggregated from real stream entries: (its oracle, its report, the fit
+    Rappor.fit gives for the same support)."""
+    domain = [f"item{i}" for i in range(len(FREQUENCIES))]
+    config = make_config(oracle="rappor", epsilon=1.1, domain=domain, params={"f": 0.5})
+    register(client, config)
+    values = np.random.default_rng(11).choice(len(FREQUENCIES), size=N, p=FREQUENCIES)
+    simulate(client, config, values, window=WINDOW, batch_size=1000)
+    Worker(client).run_pass()
+    registry = Registry(client)
+    (report,) = build_window(client, registry, config.name, WINDOW, options)["reports"]
+    oracle = config.build_oracle()
+    shards = range(registry.shard_count(config.name))
+    n, support = read_state(client, config.name, shards, StateKey(WINDOW, config.config_id, ""),
+                            oracle.support_size)  # fmt: skip
+    assert n == N
+    return oracle, report, oracle.fit(support, alpha=options.false_flags)
+
+
+@pytest.mark.parametrize("false_flags", [0.05, 0.01])
+def test_flags_and_stderr_are_the_decoders_own(redis_client: Any, false_flags: float) -> None:
+    options = ReportOptions(false_flags=false_flags, consistency="base-cut")
+    oracle, report, fit = rappor_window(redis_client, options)
+    items = report["items"]
+
+    assert report["significance"]["method"] == DECODER_FIT
+    assert [item["significant"] for item in items] == fit.significant.tolist()
+    assert [item["estimate"] for item in items] == pytest.approx(fit.estimate.tolist())
+    selected = np.flatnonzero(fit.selected)
+    stderr = np.array([item["stderr"] for item in items])
+    # The design stderr (the generic rule) differs by ~1-2% here: far outside this tolerance.
+    np.testing.assert_allclose(stderr[selected], fit.stderr[selected], rtol=1e-12)
+    design = np.sqrt(oracle.variance(N, np.clip(fit.estimate / N, 0, 1)))
+    assert not np.allclose(stderr[selected], design[selected], rtol=1e-3)
+    # Candidates the fit kept but does not call significant keep their fitted estimate.
+    kept = fit.selected & ~fit.significant
+    assert kept.any() and all(items[i]["estimate"] > 0 for i in np.flatnonzero(kept))
+    z = significance_z(len(items), false_flags)
+    for item in items:
+        assert item["variance"] == pytest.approx(item["stderr"] ** 2)
+        assert item["threshold"] == pytest.approx(z * item["stderr"])
+        assert item["ci_low"] < item["estimate"] < item["ci_high"]
+        # Base-Cut keeps exactly what the fit calls significant.
+        assert item["consistent"] == (item["estimate"] if item["significant"] else 0.0)
+    json.dumps(report, allow_nan=False)
+
+
+def test_decoys_are_not_flagged_and_frequent_candidates_are(redis_client: Any) -> None:
+    _, report, _ = rappor_window(redis_client, ReportOptions())
+    flags = [item["significant"] for item in report["items"]]
+    truly_held = [f > 0 for f in FREQUENCIES]
+    # Decoys: 0.05 false flags expected over the domain (Bonferroni), so with this seed none;
+    # the smallest true count, 2,000, is ~10 of the fit's stderrs above 0.
+    assert flags == truly_held
