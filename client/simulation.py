@@ -25,7 +25,7 @@ from ldptel.client.oracles.base import check_epsilon, check_int
 DISTRIBUTIONS = ("zipf", "uniform")
 #: Bytes of one perturbed chunk; the oracle's own temporaries are a small multiple of it.
 CHUNK_BYTES = 16 * 2**20
-#: A wide report (SHE stores 4 bytes per item: 64 MiB at d = 2^24) may fill a chunk alone, so
+#: A wide report (SHE: up to 4 bytes per item, 64 MiB at d = 2^24) may fill a chunk alone, so
 #: the floor is one row: a floor of 1,000 rows asked SHE at d = 10^7 for 37 GiB at once.
 MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 1, 1_000_000
 

@@ -16,7 +16,9 @@ truncated tail that could single out the true value. Clamping at M (post-process
 the wire values bounded; the estimators use the exact moments of the clamped law.
 See docs/protocol.md, "Histogram encoding".
 
-Wire form: {"z": base64 of the d values as little-endian int32}.
+Wire form: {"z": base64 of the d values as little-endian int32}. In memory (report batches,
+stream entries) the values take the narrowest of int8, int16, int32 that holds [-M, M]:
+1 byte at the default R = 1 for eps >= 0.5, 2 bytes at R = 64 for eps >= ~0.1.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import base64
 import binascii
 import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,12 +43,10 @@ from ldptel.client.oracles.base import (
 )
 from ldptel.client.randomness import Rng
 
-#: Grid resolution R: the true item's coordinate is R, noise is in grid units. Wire values and
-#: estimates are within 0.01% of the paper's continuous SHE/THE variances at R = 64.
-DEFAULT_RESOLUTION = 64
 MAX_RESOLUTION = 4096
-#: The table's weights add up to < 2^62, so one uniform int64 in [0, total) draws the noise.
-CENTER_WEIGHT_BITS = 61
+#: The table's weights add up to just under 2^61 (by < 2^-19): the sampler draws u from 61
+#: uniform bits and rejects u >= total, which wastes a fraction < 2^-19 of the draws.
+TOTAL_BITS = 61
 #: The table ends where its weights fall below this (tail probability ~2^-38 at eps=1, R=64),
 #: so the rounding of the tail weights stays small relative to the weights themselves.
 MIN_TABLE_WEIGHT = 2**16
@@ -81,8 +81,11 @@ class GridNoise:
         self.weights = _read_only(np.array(half[:0:-1] + half, dtype=np.int64))
         self.cdf = _read_only(np.cumsum(self.weights))
         self.total = int(self.cdf[-1])
+        assert 1 << (TOTAL_BITS - 1) < self.total < 1 << TOTAL_BITS
         self.masses = {x: self._output_masses(x) for x in (0, resolution)}
         self.outputs = np.arange(-self.clamp, self.clamp + 1, dtype=np.int64)
+        #: The narrowest integer type holding every reported value (see TableSampler).
+        self.report_dtype = narrowest_int(np.array([self.clamp]))
 
     # -- the law of a reported coordinate --------------------------------------------------
     def _output_masses(self, x: int) -> NDArray[np.int64]:
@@ -135,15 +138,15 @@ class GridNoise:
             for x in (0, self.resolution)
         }
 
-    def sample(self, rng: Rng, shape: tuple[int, ...]) -> NDArray[np.int32]:
+    def sample(self, rng: Rng, shape: tuple[int, ...]) -> NDArray[np.integer[Any]]:
         """Noise in [-half_width, half_width] with P(j) = weights[j] / total, exactly."""
-        out = np.empty(shape, dtype=np.int32)
+        out = np.empty(shape, dtype=self._noise_sampler.dtype)
         self._noise_sampler.draw(rng, out)
         return out
 
-    def sample_reported(self, rng: Rng, x: int, out: NDArray[np.int32]) -> None:
-        """Fill `out` (contiguous) with independent draws of clamp(x + noise, -M, M), x in
-        {0, R}: the law `probabilities(x)`, exactly."""
+    def sample_reported(self, rng: Rng, x: int, out: NDArray[np.integer[Any]]) -> None:
+        """Fill `out` (contiguous, of `report_dtype`) with independent draws of
+        clamp(x + noise, -M, M), x in {0, R}: the law `probabilities(x)`, exactly."""
         self._report_samplers[x].draw(rng, out)
 
 
@@ -151,7 +154,8 @@ def _weights(a: float, resolution: int) -> list[int]:
     """W(0), ..., W(L): W(j+1) = ceil(a W(j)) (so W(j) / W(j+1) <= 1/a), the last cell W(L)
     the geometric tail ceil(W(L-1) a / (1-a)); exact integer arithmetic on a's binary value."""
     num, den = a.as_integer_ratio()
-    center = max(1, math.floor(2.0**CENTER_WEIGHT_BITS * (1.0 - a) / (1.0 + a)))
+    # The weights sum to ~center (1+a)/(1-a) plus the ceilings' excess (<< 2^-20 of it).
+    center = max(1, math.floor(2.0**TOTAL_BITS * (1 - 2.0**-20) * (1.0 - a) / (1.0 + a)))
     weights = [center]
     # The clamp M: where weights fall below MIN_TABLE_WEIGHT, at least R + 1, at most MAX_CLAMP.
     while len(weights) <= resolution + 1 or (
@@ -167,39 +171,40 @@ def _weights(a: float, resolution: int) -> list[int]:
 
 class TableSampler:
     """Exact draws of values[c] with probability (cdf[c] - cdf[c-1]) / total, cdf the
-    cumulative integer cell weights (total >= 2^32): the value of the cell holding one
-    uniform integer u in [0, total).
+    cumulative integer cell weights (2^32 <= total < 2^62): the value of the cell holding
+    one uniform integer u in [0, 2^16 B), B = 2^s the smallest power of two with 2^16 B >=
+    total, where u >= total is rejected and drawn afresh (so u is uniform on [0, total)).
 
-    u is drawn lazily (like unary.bernoulli_bits' digits): its top part h, 16 random bits,
-    picks one of 2^16 equal blocks [h B, h B + B), B = ceil(total / 2^16). Most blocks lie
-    in cells of one value, looked up in a 64K-entry guide table (cache-resident); only for
-    the others (a few %) is the low part u - h B drawn, uniform in [0, B), and the cell
-    found by comparison. u >= total (only in the last block, P < 2^16 / total) is rejected and the
-    whole draw repeated, so u is uniform on [0, total) and the law is exact.
+    u is drawn lazily (like unary.bernoulli_bits' digits): its top 16 bits h pick one of 2^16
+    equal blocks [h B, h B + B). Most blocks lie in cells of one value, looked up in a
+    64K-entry guide table (cache-resident). Only for the others is the low part drawn and
+    the cell found by binary search: a few % of the draws at R = 64, < 0.1% at R = 1.
     """
 
     def __init__(self, cdf: NDArray[np.int64], values: NDArray[np.integer[Any]]) -> None:
         self.cdf = cdf
         self.total = int(cdf[-1])
-        if self.total < 1 << 32:
-            raise ValueError("TableSampler needs total >= 2^32")
-        self.block = -(-self.total // GUIDE_BLOCKS)
-        self.values = _read_only(np.asarray(values, dtype=np.int32))
-        self.unresolved = int(np.iinfo(np.int32).min)
+        if not 1 << 32 <= self.total < 1 << 62:
+            raise ValueError("TableSampler needs 2^32 <= total < 2^62")
+        self.shift = (self.total - 1).bit_length() - 16
+        self.block = 1 << self.shift
+        self.values = _read_only(np.asarray(values).astype(narrowest_int(values)))
+        self.dtype = self.values.dtype
+        # The type's minimum is the sentinel: values are clamped far inside it.
+        self.unresolved = int(np.iinfo(self.dtype).min)
         starts = np.arange(GUIDE_BLOCKS, dtype=np.int64) * self.block
         ends = starts + (self.block - 1)
-        # The first cell of each block; the last block may end past total (then it is
-        # unresolved, for the rejection step).
-        self.first = _read_only(np.searchsorted(cdf, starts, side="right").astype(np.int32))
-        last = np.searchsorted(cdf, np.minimum(ends, self.total - 1), side="right")
-        one_value = (self.values[self.first] == self.values[last]) & (ends < self.total)
-        guide = np.where(one_value, self.values[self.first], self.unresolved)
-        self.guide = _read_only(guide.astype(np.int32))
+        # A block reaching past the total is unresolved: its draws may be rejected.
+        inside = ends < self.total
+        first = self.values[np.searchsorted(cdf, np.where(inside, starts, 0), side="right")]
+        last = self.values[np.searchsorted(cdf, np.where(inside, ends, 0), side="right")]
+        guide = np.where(inside & (first == last), first, self.unresolved)
+        self.guide = _read_only(guide.astype(self.dtype))
 
-    def draw(self, rng: Rng, out: NDArray[np.int32]) -> None:
-        """Fill the contiguous int32 array `out` with independent draws."""
-        if not out.flags.c_contiguous:
-            raise ValueError("TableSampler.draw fills a contiguous array")
+    def draw(self, rng: Rng, out: NDArray[np.integer[Any]]) -> None:
+        """Fill the contiguous array `out` (of dtype `self.dtype`) with independent draws."""
+        if not out.flags.c_contiguous or out.dtype != self.dtype:
+            raise ValueError(f"TableSampler.draw fills a contiguous {self.dtype} array")
         flat = out.reshape(-1)
         # Full-range 64-bit words are the cheapest uniform bits from both of our sources
         # (numpy: ~0.55 ns per 16 bits vs ~1 ns as uint16 draws); each word is 4 block indices.
@@ -211,32 +216,26 @@ class TableSampler:
         if unresolved.size:
             flat[unresolved] = self._finish(rng, tops[unresolved].astype(np.int64))
 
-    def _finish(self, rng: Rng, top: NDArray[np.int64]) -> NDArray[np.int32]:
-        """Values for draws whose top part lies in an unresolved block: draw the low part."""
-        u = top * self.block + rng.integers(0, self.block, top.size)
-        rejected = u >= self.total
-        if not rejected.any():
-            return self.values[self.cells(top, u)]
-        # Fresh draws replace the rejected ones: u is uniform on [0, total) when kept.
-        fresh = np.empty(int(rejected.sum()), dtype=np.int32)
-        self.draw(rng, fresh)
-        result = np.empty(top.size, dtype=np.int32)
-        result[rejected] = fresh
-        accepted = ~rejected
-        result[accepted] = self.values[self.cells(top[accepted], u[accepted])]
+    def _finish(self, rng: Rng, top: NDArray[np.int64]) -> NDArray[np.integer[Any]]:
+        """Values for draws whose top bits lie in an unresolved block: draw the low bits."""
+        low = rng.integers(0, 1 << 64, top.size, dtype=np.uint64) >> np.uint64(64 - self.shift)
+        u = (top << self.shift) + low.astype(np.int64)
+        kept = u < self.total
+        result = np.empty(top.size, dtype=self.dtype)
+        result[kept] = self.values[np.searchsorted(self.cdf, u[kept], side="right")]
+        if not kept.all():
+            # Fresh draws replace the rejected ones: u is uniform on [0, total) when kept.
+            fresh = np.empty(top.size - int(kept.sum()), dtype=self.dtype)
+            self.draw(rng, fresh)
+            result[~kept] = fresh
         return result
 
-    def cells(self, top: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.intp]:
-        """The cell holding each u < total (top = u // block). Most unresolved blocks hold
-        one cell boundary: one step from the block's first cell. Blocks in the far tails
-        hold more: a binary search of the cdf (in C; ~10x faster than a vectorized
-        bisection loop for the few hundred such draws of a chunk)."""
-        cells = self.first[top].astype(np.intp)
-        cells += u >= self.cdf[cells]
-        far = np.flatnonzero(u >= self.cdf[cells])
-        if far.size:
-            cells[far] = np.searchsorted(self.cdf, u[far], side="right")
-        return cells
+
+def narrowest_int(values: NDArray[np.integer[Any]]) -> np.dtype[Any]:
+    """int8, int16 or int32: the narrowest holding every value above its minimum (which
+    TableSampler keeps as its sentinel)."""
+    largest = int(np.abs(np.asarray(values, dtype=np.int64)).max())
+    return next(np.dtype(t) for t in (np.int8, np.int16, np.int32) if largest <= np.iinfo(t).max)
 
 
 def _read_only(array: NDArray[Any]) -> NDArray[Any]:
@@ -254,18 +253,26 @@ class HistogramEncoding(FrequencyOracle):
     """The histogram-encoding report, shared by SHE and THE (which differ only in how the
     aggregator counts support)."""
 
+    #: Grid resolution R when the config leaves it out (the true item's coordinate is R,
+    #: noise is in grid units). R = 1 makes the noise the geometric mechanism (Ghosh et al.,
+    #: STOC 2009), whose SHE variance (8/eps^2)(x/sinh x)^2, x = eps/4R, is lowest at R = 1
+    #: (28% below the paper's 8/eps^2 at eps = 4); its values fit int8 for eps >= 0.5 and
+    #: < 0.1% of its draws leave the sampler's guide table. As R grows the law tends to the
+    #: paper's Laplace (within 0.01% at R = 64).
+    default_resolution: ClassVar[int] = 1
+
     #: Audit events: a 3x3 grid of (bucket of z at min(value, other), at max(value, other)),
     #: bucket 0: z <= 0, 1: 0 < z < R, 2: z >= R. The corners (2, 0) and (0, 2) carry the
     #: full privacy loss eps.
     audit_event_count = 9
 
-    def __init__(
-        self, *, epsilon: float, domain_size: int, resolution: int = DEFAULT_RESOLUTION
-    ) -> None:
+    def __init__(self, *, epsilon: float, domain_size: int, resolution: int | None = None) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
+        if resolution is None:
+            resolution = self.default_resolution
         self.resolution = check_int(resolution, "resolution", 1, MAX_RESOLUTION)
         self.noise = grid_noise(self.requested_epsilon, self.resolution)
-        self.fields = (Field("z", "<i4", self.domain_size),)
+        self.fields = (Field("z", self.noise.report_dtype.str, self.domain_size),)
 
     @property
     def epsilon(self) -> float:
@@ -282,10 +289,10 @@ class HistogramEncoding(FrequencyOracle):
         if values.size and (values.min() < 0 or values.max() >= self.domain_size):
             raise ParameterError("values", f"must be in [0, {self.domain_size})")
         d, R = self.domain_size, self.resolution
-        z = np.empty((values.size, d), dtype=np.int32)
+        z = np.empty((values.size, d), dtype=self.noise.report_dtype)
         # The true item's coordinates: draws of their own law, which replace the x = 0 draws
         # there (independent of everything else, so the report's law is exact).
-        true_coordinates = np.empty(values.size, dtype=np.int32)
+        true_coordinates = np.empty(values.size, dtype=self.noise.report_dtype)
         self.noise.sample_reported(rng, R, true_coordinates)
         rows = max(1, CHUNK_VALUES // d)
         for start in range(0, values.size, rows):
@@ -333,7 +340,7 @@ class HistogramEncoding(FrequencyOracle):
             raise ReportError(
                 "z", f"values must be in [-{self.clamp}, {self.clamp}]", int(outside[0])
             )
-        return {"z": z.astype(np.int32)}
+        return {"z": z.astype(self.noise.report_dtype)}
 
     # -- privacy audit ---------------------------------------------------------------------
     def _buckets(self, z: NDArray[np.integer[Any]]) -> NDArray[np.int64]:

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import PureOracle, ReportBatch
-from ldptel.client.oracles.histogram import DEFAULT_RESOLUTION, HistogramEncoding
+from ldptel.client.oracles.histogram import HistogramEncoding
 
 
 class ThresholdHistogramEncoding(HistogramEncoding, PureOracle):
@@ -22,13 +22,17 @@ class ThresholdHistogramEncoding(HistogramEncoding, PureOracle):
     threshold that minimizes the exact variance q*(1-q*)/(p*-q*)^2."""
 
     name = "the"
+    #: At R = 1 thresholding is exactly SUE (z > 0 has p* = 1 - q*); R = 2 is the grid on
+    #: which it is not with the lowest variance, below the paper's continuous THE at every
+    #: eps (4.59 vs 4.81 at eps = 1, 0.223 vs 0.285 at eps = 4; it grows towards it with R).
+    default_resolution = 2
 
     def __init__(
         self,
         *,
         epsilon: float,
         domain_size: int,
-        resolution: int = DEFAULT_RESOLUTION,
+        resolution: int | None = None,
         theta: float | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size, resolution=resolution)

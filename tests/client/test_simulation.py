@@ -73,8 +73,8 @@ def test_chunks_follow_the_report_width() -> None:
     assert chunk_rows(DirectEncoding(epsilon=1.0, domain_size=4)) == simulation.MAX_CHUNK_ROWS
     wide = build_oracle("oue", epsilon=1.0, domain_size=2**20)  # 128 KiB per report
     assert chunk_rows(wide) == simulation.CHUNK_BYTES // 2**17 == 128
-    # A report wider than the whole budget (SHE: 4 bytes per item) is perturbed alone.
-    widest = build_oracle("she", epsilon=1.0, domain_size=2**23)
+    # A report wider than the whole budget (SHE at R = 64: 2 bytes per item) is perturbed alone.
+    widest = build_oracle("she", epsilon=1.0, domain_size=2**24, params={"resolution": 64})
     assert chunk_rows(widest) == 1
 
 

@@ -89,7 +89,9 @@ def main() -> None:
             }
         )
     bad = {"domain_size": 4, "epsilon": 1.0, "resolution": 64}
-    bad["cases"] = malformed(SummationHistogramEncoding(epsilon=1.0, domain_size=4).clamp)
+    bad["cases"] = malformed(
+        SummationHistogramEncoding(epsilon=1.0, domain_size=4, resolution=64).clamp
+    )
     description = (
         "z_i = clamp(R [i == v] + N_i, -M, M), N_i from the integer table of docs/protocol.md; "
         "report = {'z': base64(little-endian int32 z)}; big integers are decimal strings"

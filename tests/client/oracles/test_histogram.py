@@ -129,7 +129,12 @@ def cell_of(cdf: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.intp]:
     return np.searchsorted(cdf, u, side="right")
 
 
-@pytest.mark.parametrize(("eps", "R"), [(1.0, 64), (0.002, 64), (4.0, 2), (300.0, 64)])
+def words_for(low: NDArray[np.int64], shift: int) -> Callable[[int, int], NDArray[np.uint64]]:
+    """Scripted 64-bit words whose top `shift` bits are `low` (the sampler's low part)."""
+    return lambda high, size: low.astype(np.uint64) << np.uint64(64 - shift)
+
+
+@pytest.mark.parametrize(("eps", "R"), [(1.0, 64), (0.002, 64), (4.0, 2), (1.0, 1), (300.0, 64)])
 def test_the_sampler_inverts_the_cdf_exactly_at_every_cell_and_block_boundary(
     eps: float, R: int
 ) -> None:
@@ -138,7 +143,8 @@ def test_the_sampler_inverts_the_cdf_exactly_at_every_cell_and_block_boundary(
     # inversion being monotone); the low-part stage finds the exact cell of any u.
     noise = grid_noise(eps, R)
     for sampler in [noise._noise_sampler, *noise._report_samplers.values()]:
-        cdf, block = sampler.cdf, sampler.block
+        cdf, block, shift = sampler.cdf, sampler.block, sampler.shift
+        assert block == 2**45 and noise.total <= GUIDE_BLOCKS * block < noise.total * (1 + 2**-19)
         starts = np.arange(GUIDE_BLOCKS, dtype=np.int64) * block
         ends = np.minimum(starts + block - 1, noise.total - 1)
         resolved = sampler.guide != sampler.unresolved
@@ -147,27 +153,36 @@ def test_the_sampler_inverts_the_cdf_exactly_at_every_cell_and_block_boundary(
             truth = sampler.values[cell_of(cdf, edge)]
             assert np.array_equal(sampler.guide[resolved], truth[resolved])
         u = np.unique(np.concatenate((starts, ends, cdf[:-1] - 1, cdf[:-1], [noise.total - 1])))
-        cells = sampler.cells(u // block, u)
-        assert np.array_equal(cells, cell_of(cdf, u))
+        u = u[~resolved[u >> shift]]
+        got = sampler._finish(ScriptedRng(words_for(u & (block - 1), shift)), u >> shift)
+        assert np.array_equal(got, sampler.values[cell_of(cdf, u)])
 
 
 def test_a_draw_past_the_total_is_rejected_and_drawn_afresh() -> None:
-    # total = 2^32 + 1: the last of the 2^16 blocks (B = 65537) ends 65535 past the total.
+    # total = 2^32 + 1: blocks of B = 2^17, the upper half of the 2^16 lies past the total.
     sampler = TableSampler(np.array([2**31, 2**32 + 1], dtype=np.int64), np.array([7, 9]))
-    assert sampler.block == 65537 and sampler.guide[-1] == sampler.unresolved
-    # Top bits all ones (last block), low part 0: u = 2^32 - 1 < total, kept: cell 1.
-    kept = ScriptedRng(highest, lowest)
-    out = np.empty(3, dtype=np.int32)
+    assert sampler.block == 2**17 and sampler.dtype == np.int8
+    assert sampler.guide[: 2**14].tolist() == [7] * 2**14
+    assert (sampler.guide[2**15 :] == sampler.unresolved).all()
+    # Top bits 0x8000 (block 2^15; a word holds four), low part 0: u = 2^32 < total, kept.
+    block_2_15 = np.uint64(0x8000_8000_8000_8000)
+    kept = ScriptedRng(lambda high, size: np.full(size, block_2_15), lowest)
+    out = np.empty(3, dtype=np.int8)
     sampler.draw(kept, out)
-    assert out.tolist() == [9, 9, 9] and kept.calls == [2**64, 65537]
-    # Highest low part: u = 2^32 + 65535 >= total, rejected; the fresh draw (top bits 0)
-    # lands in block 0, which the guide resolves to cell 0.
-    rejected = ScriptedRng(highest, highest, lowest)
+    assert out.tolist() == [9, 9, 9] and kept.calls == [2**64, 2**64]
+    # Low part 1: u = 2^32 + 1 >= total, rejected; the fresh draw (top bits 0) lands in
+    # block 0, which the guide resolves to cell 0.
+    rejected = ScriptedRng(
+        lambda high, size: np.full(size, block_2_15), words_for(np.ones(3, np.int64), 17), lowest
+    )
     sampler.draw(rejected, out)
-    assert out.tolist() == [7, 7, 7] and rejected.calls == [2**64, 65537, 2**64]
-    # It fills the array it is given, so a strided view (a copy once flattened) is refused.
+    assert out.tolist() == [7, 7, 7] and rejected.calls == [2**64, 2**64, 2**64]
+    # It fills the array it is given, of its type, so a strided view (a copy once flattened)
+    # or another integer type is refused.
     with pytest.raises(ValueError, match="contiguous"):
-        sampler.draw(kept, np.empty((2, 4), dtype=np.int32)[:, ::2])
+        sampler.draw(kept, np.empty((2, 4), dtype=np.int8)[:, ::2])
+    with pytest.raises(ValueError, match="int8"):
+        sampler.draw(kept, np.empty(3, dtype=np.int32))
 
 
 def sample_law(noise: GridNoise, size: int, seed: int) -> NDArray[np.int64]:
@@ -232,14 +247,34 @@ def test_a_report_is_the_one_hot_grid_vector_plus_clamped_noise() -> None:
     # The same draws by hand: a clamp(R + noise) for each true coordinate, clamp(0 + noise)
     # everywhere, then the true coordinates replaced.
     rng = np.random.default_rng(1)
-    true_coordinates = np.empty(4, dtype=np.int32)
+    true_coordinates = np.empty(4, dtype=np.int16)
     oracle.noise.sample_reported(rng, 64, true_coordinates)
-    expected = np.empty((4, 5), dtype=np.int32)
+    expected = np.empty((4, 5), dtype=np.int16)
     oracle.noise.sample_reported(rng, 0, expected)
     expected[np.arange(4), values] = true_coordinates
-    assert z.dtype == np.int32 and np.array_equal(z, expected)
+    assert z.dtype == np.int16 and np.array_equal(z, expected)
     with pytest.raises(ParameterError, match="values"):
         oracle.perturb_batch(np.array([5]), np.random.default_rng(1))
+
+
+@pytest.mark.parametrize(
+    ("eps", "R", "dtype"),
+    [(1.0, 1, np.int8), (0.3, 1, np.int16), (1.0, 64, np.int16), (0.05, 64, np.int32)],
+)
+def test_reports_are_held_in_the_narrowest_integer_type_and_sent_as_int32(
+    eps: float, R: int, dtype: type
+) -> None:
+    # In memory and in stream entries the values take 1, 2 or 4 bytes (M < 2^7, 2^15, else);
+    # on the wire they are always little-endian int32.
+    oracle = SummationHistogramEncoding(epsilon=eps, domain_size=3, resolution=R)
+    assert oracle.fields[0].dtype == np.dtype(dtype).str
+    batch = oracle.perturb_batch(np.array([0, 2]), np.random.default_rng(5))
+    assert batch["z"].dtype == dtype
+    wire = oracle.encode(batch)
+    assert len(base64.b64decode(wire[0]["z"])) == 4 * 3
+    decoded = oracle.decode(wire)["z"]
+    assert decoded.dtype == dtype and np.array_equal(decoded, batch["z"])
+    assert np.array_equal(oracle.unpack(oracle.pack(batch), 2)["z"], batch["z"])
 
 
 def pooled_p_value(observed: NDArray[np.int64], probabilities: NDArray[np.float64]) -> float:
@@ -271,7 +306,7 @@ def test_reported_coordinates_follow_the_clamped_law_exactly_claimed(eps: float,
 def test_the_report_law_check_detects_a_wrong_true_coordinate() -> None:
     # The x = R law checked against the x = R/2 law (the check above would fail).
     oracle = SummationHistogramEncoding(epsilon=1.0, domain_size=4, resolution=64)
-    shifted = np.empty(200_000, dtype=np.int32)
+    shifted = np.empty(200_000, dtype=oracle.noise.report_dtype)
     oracle.noise.sample_reported(np.random.default_rng(11), 0, shifted)
     observed = np.bincount(shifted + 32 + oracle.clamp, minlength=2 * oracle.clamp + 1)
     assert pooled_p_value(observed, oracle.noise.probabilities(64)) < 1e-4
@@ -279,7 +314,7 @@ def test_the_report_law_check_detects_a_wrong_true_coordinate() -> None:
 
 def test_big_batches_are_drawn_in_chunks() -> None:
     # epsilon 8: noise sd ~23 grid units, so 100 rows' mean of z_0 is R = 64 +- ~2.3.
-    oracle = SummationHistogramEncoding(epsilon=8.0, domain_size=1000)
+    oracle = SummationHistogramEncoding(epsilon=8.0, domain_size=1000, resolution=64)
     n = 3 * CHUNK_VALUES // 1000 + 7
     z = oracle.perturb_batch(np.zeros(n, dtype=np.int64), np.random.default_rng(2))["z"]
     assert z.shape == (n, 1000)

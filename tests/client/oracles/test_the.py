@@ -83,10 +83,23 @@ def test_the_default_threshold_approaches_the_papers_optimum() -> None:
     assert oracle.variance(1)[0] == pytest.approx(4.807, rel=1e-3)
 
 
+@pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])
+def test_the_default_grid_thresholds_below_the_papers_variance_and_is_not_sue(eps: float) -> None:
+    oracle = ThresholdHistogramEncoding(epsilon=eps, domain_size=4)
+    paper = ThresholdHistogramEncoding(epsilon=eps, domain_size=4, resolution=256)
+    assert oracle.resolution == 2 and oracle.variance(1)[0] < paper.variance(1)[0]
+    # On the unit grid, z > 0 is randomized response on each bit: p* = 1 - q*, SUE's law.
+    unit = ThresholdHistogramEncoding(epsilon=eps, domain_size=4, resolution=1)
+    assert unit.p_star + unit.q_star == pytest.approx(1.0, abs=1e-12)
+    assert unit.p_star == pytest.approx(make_oracle("sue", epsilon=eps, domain_size=4).p_star)
+    assert oracle.p_star + oracle.q_star != pytest.approx(1.0, abs=1e-3)
+
+
 def test_theta_picks_the_threshold_floor_theta_r() -> None:
-    oracle = ThresholdHistogramEncoding(epsilon=1.0, domain_size=4, theta=0.75)
+    oracle = ThresholdHistogramEncoding(epsilon=1.0, domain_size=4, resolution=64, theta=0.75)
     assert oracle.threshold == 48 and oracle.theta == 0.75
-    assert ThresholdHistogramEncoding(epsilon=1.0, domain_size=4, theta=0.51).threshold == 32
+    low = ThresholdHistogramEncoding(epsilon=1.0, domain_size=4, resolution=64, theta=0.51)
+    assert low.threshold == 32
 
 
 @pytest.mark.parametrize("theta", [0.5, 1.0, 0.2, 1.5, float("nan"), float("inf"), "0.6", True])
@@ -103,7 +116,7 @@ def test_the_guarantee_is_the_reports() -> None:
 
 
 def test_support_counts_values_above_the_threshold() -> None:
-    oracle = ThresholdHistogramEncoding(epsilon=1.0, domain_size=3, theta=0.75)
+    oracle = ThresholdHistogramEncoding(epsilon=1.0, domain_size=3, resolution=64, theta=0.75)
     batch = {"z": np.array([[48, 49, -100], [64, 0, 49]], dtype=np.int32)}
     assert oracle.support(batch).tolist() == [1, 1, 1]
 
