@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
+import itertools
 import math
 from typing import Any, ClassVar
 
@@ -144,10 +146,19 @@ class GridNoise:
         self._noise_sampler.draw(rng, out)
         return out
 
+    @functools.cached_property
+    def _pair_sampler(self) -> PairSampler | None:
+        # The d - 1 other coordinates of every report (x = 0): two per table lookup when
+        # they fit int8 (the default grid), see PairSampler.
+        if self.report_dtype != np.int8:
+            return None
+        return PairSampler([int(m) for m in self.masses[0]], self.outputs)
+
     def sample_reported(self, rng: Rng, x: int, out: NDArray[np.integer[Any]]) -> None:
         """Fill `out` (contiguous, of `report_dtype`) with independent draws of
         clamp(x + noise, -M, M), x in {0, R}: the law `probabilities(x)`, exactly."""
-        self._report_samplers[x].draw(rng, out)
+        pairs = self._pair_sampler if x == 0 else None
+        (pairs or self._report_samplers[x]).draw(rng, out)
 
 
 def _weights(a: float, resolution: int) -> list[int]:
@@ -229,6 +240,94 @@ class TableSampler:
             self.draw(rng, fresh)
             result[~kept] = fresh
         return result
+
+
+class PairSampler:
+    """Exact independent draws of an int8-valued law with integer masses m_v (sum S), two
+    values per 16 random bits: half the random bits and half the table lookups of
+    TableSampler, for the low-entropy laws of small R.
+
+    A pair (a, b) has probability P(a, b) = m_a m_b / S^2. The 2^16-entry guide gives pair
+    (a, b) to c(a, b) = floor(2^16 P(a, b)) of its entries; the U entries left (< 2% of them
+    for eps >= 0.5 at R <= 2) draw from the residual law with the exact integer weights
+    m_a m_b 2^16 - c(a, b) S^2 (total U S^2). Together: c(a, b) / 2^16 + (U / 2^16) (P(a, b)
+    - c(a, b) / 2^16) / (U / 2^16) = P(a, b), so the two values are independent with law m.
+    """
+
+    def __init__(self, masses: list[int], values: NDArray[np.integer[Any]]) -> None:
+        total = sum(masses)
+        codes = _pair_codes(np.asarray(values))
+        products = [[a * b for b in masses] for a in masses]
+        counts = [[(p << 16) // total**2 for p in row] for row in products]
+        assigned = np.array(counts, dtype=np.int64).ravel()
+        guide = np.repeat(codes, assigned)
+        self.sentinel = int(_pair_codes(np.array([np.iinfo(np.int8).min]))[0])
+        pad = np.full(GUIDE_BLOCKS - guide.size, self.sentinel, dtype=np.int16)
+        self.guide = _read_only(np.concatenate((guide, pad)))
+        # The residual law: exact integer weights (up to ~2^140), their cumulative sums in
+        # Python integers and, for the vectorized search, their top 62 bits.
+        weights = [
+            (p << 16) - c * total**2
+            for row_p, row_c in zip(products, counts, strict=True)
+            for p, c in zip(row_p, row_c, strict=True)
+        ]
+        keep = [i for i, w in enumerate(weights) if w > 0]
+        self.residual_codes = _read_only(codes[keep])
+        self.residual_cdf = list(itertools.accumulate(weights[i] for i in keep))
+        self.shift = max(0, self.residual_cdf[-1].bit_length() - 62) if keep else 0
+        self.residual_top = _read_only(
+            np.array([c >> self.shift for c in self.residual_cdf], dtype=np.int64)
+        )
+
+    def draw(self, rng: Rng, out: NDArray[np.integer[Any]]) -> None:
+        """Fill the contiguous int8 array `out` with independent draws."""
+        if not out.flags.c_contiguous or out.dtype != np.int8:
+            raise ValueError("PairSampler.draw fills a contiguous int8 array")
+        flat = out.reshape(-1)
+        # Pairs are drawn into `out` itself when it holds whole aligned int16s.
+        direct = flat.size % 2 == 0 and flat.ctypes.data % 2 == 0
+        pairs = flat.view(np.int16) if direct else np.empty(-(-flat.size // 2), dtype=np.int16)
+        words = rng.integers(0, 1 << 64, -(-pairs.size // 4), dtype=np.uint64)
+        np.take(self.guide, words.view(np.uint16)[: pairs.size], out=pairs, mode="clip")
+        residual = np.flatnonzero(pairs == self.sentinel)
+        if residual.size:
+            pairs[residual] = self._residual(rng, residual.size)
+        if not direct:
+            # An odd count drops the last pair's second value: the first keeps its law.
+            flat[:] = pairs.view(np.int8)[: flat.size]
+
+    def _residual(self, rng: Rng, count: int) -> NDArray[np.int16]:
+        """Pairs from the residual law: u uniform on [0, total) is read from its top bits
+        u_hi (uniform on [0, top total]); the cell is certain unless u_hi equals the top bits
+        of a cell boundary (P ~ cells / 2^61), then the low bits decide, in exact integers."""
+        u_hi = rng.integers(0, int(self.residual_top[-1]) + 1, count)
+        cells = np.searchsorted(self.residual_top, u_hi, side="right")
+        below = self.residual_top[np.maximum(cells - 1, 0)]
+        result = self.residual_codes[np.minimum(cells, self.residual_codes.size - 1)]
+        for i in np.flatnonzero((cells > 0) & (below == u_hi)):
+            result[i] = self._exact(rng, int(u_hi[i]))
+        return result
+
+    def _exact(self, rng: Rng, u_hi: int) -> int:
+        u = (u_hi << self.shift) + _random_bits(rng, self.shift)
+        if u >= self.residual_cdf[-1]:
+            return int(self._residual(rng, 1)[0])  # past the total: drawn afresh
+        return int(self.residual_codes[bisect.bisect_right(self.residual_cdf, u)])
+
+
+def _pair_codes(values: NDArray[np.integer[Any]]) -> NDArray[np.int16]:
+    """The int16 whose two bytes, in memory order, are the int8 values (a, b), for every
+    pair of `values` (a major); one value gives the code of (v, v)."""
+    pairs = np.stack(np.meshgrid(values, values, indexing="ij"), axis=-1).astype(np.int8)
+    codes: NDArray[np.int16] = np.ascontiguousarray(pairs).view(np.int16).reshape(-1)
+    return codes
+
+
+def _random_bits(rng: Rng, bits: int) -> int:
+    """A uniform integer in [0, 2^bits), from 64-bit words."""
+    words = rng.integers(0, 1 << 64, -(-bits // 64), dtype=np.uint64)
+    value = sum(int(w) << (64 * i) for i, w in enumerate(words))
+    return value >> (64 * words.size - bits)
 
 
 def narrowest_int(values: NDArray[np.integer[Any]]) -> np.dtype[Any]:

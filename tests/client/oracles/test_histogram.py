@@ -185,6 +185,110 @@ def test_a_draw_past_the_total_is_rejected_and_drawn_afresh() -> None:
         sampler.draw(kept, np.empty(3, dtype=np.int32))
 
 
+# -- the pair sampler (int8 laws: the default grids) ---------------------------------------
+@pytest.mark.parametrize(("eps", "R"), [(1.0, 1), (0.5, 1), (4.0, 2), (20.0, 1)])
+def test_the_pair_guide_and_residual_weights_add_up_to_the_product_law_exactly(
+    eps: float, R: int
+) -> None:
+    # For every pair (a, b): (guide entries of (a, b)) S^2 + residual weight = m_a m_b 2^16,
+    # in exact integers, and the residual weights add up to (entries left) S^2.
+    noise = grid_noise(eps, R)
+    sampler = noise._pair_sampler
+    assert sampler is not None
+    masses = {int(v): int(m) for v, m in zip(noise.outputs, noise.masses[0], strict=True)}
+    total = sum(masses.values())
+    codes, counts = np.unique(sampler.guide, return_counts=True)
+    entries = dict(zip(codes.tolist(), counts.tolist(), strict=True))
+    left = entries.pop(sampler.sentinel, 0)
+    cdf = sampler.residual_cdf
+    residual = {
+        int(code): w
+        for code, w in zip(sampler.residual_codes, np.diff([0, *cdf]).tolist(), strict=True)
+    }
+    assert set(entries) | set(residual) <= {
+        int(c)
+        for c in np.array([[a, b] for a in masses for b in masses], np.int8).view(np.int16).ravel()
+    }
+    for a in masses:
+        for b in masses:
+            code = int(np.array([a, b], dtype=np.int8).view(np.int16)[0])
+            assert entries.get(code, 0) * total**2 + residual.get(code, 0) == (
+                masses[a] * masses[b] << 16
+            )
+    assert cdf[-1] == left * total**2
+    assert sampler.residual_top.tolist() == [c >> sampler.shift for c in cdf]
+
+
+def independence_p_value(first: NDArray[np.int64], second: NDArray[np.int64]) -> float:
+    """Chi-square test of independence of two coordinates, each in 5 buckets."""
+    edges = [-2, -1, 1, 2]
+    table = np.zeros((5, 5))
+    np.add.at(table, (np.digitize(first, edges), np.digitize(second, edges)), 1)
+    return float(stats.chi2_contingency(table).pvalue)
+
+
+@pytest.mark.parametrize(("eps", "R"), [(1.0, 1), (0.5, 1), (4.0, 2)])
+def test_pairs_are_independent_draws_of_the_exact_law(eps: float, R: int) -> None:
+    noise = grid_noise(eps, R)
+    sampler = noise._pair_sampler
+    assert sampler is not None
+    z = np.empty(400_001, dtype=np.int8)  # odd: the last pair is cut in half
+    sampler.draw(np.random.default_rng(3), z)
+    values = z.astype(np.int64)
+    observed = np.bincount(values + noise.clamp, minlength=2 * noise.clamp + 1)
+    assert pooled_p_value(observed, noise.probabilities(0)) > 1e-4
+    assert independence_p_value(values[0:-1:2], values[1::2]) > 1e-4
+    # The check catches pairs that are not independent: 3% of them made equal.
+    tied = values.copy()
+    tied[1:3000:2] = tied[0:3000:2][: tied[1:3000:2].size]
+    tied[1:60_000:40] = tied[0:60_000:40]
+    assert independence_p_value(tied[0:-1:2], tied[1::2]) < 1e-4
+
+
+def test_pairs_fill_odd_and_unaligned_arrays() -> None:
+    sampler = grid_noise(1.0, 1)._pair_sampler
+    assert sampler is not None
+    buffer = np.zeros(4097, dtype=np.int8)
+    for out in (buffer[1:], buffer[:7], buffer[1:8]):
+        sampler.draw(SecureRandom(), out)
+        assert np.abs(out).max() <= 60 and out.min() > -128
+    with pytest.raises(ValueError, match="int8"):
+        sampler.draw(SecureRandom(), np.empty(4, dtype=np.int16))
+
+
+def low_bits(value: int, shift: int) -> Callable[[int, int], NDArray[np.uint64]]:
+    """Scripted words whose leading `shift` bits are `value` (PairSampler's _random_bits)."""
+
+    def answer(high: int, size: int) -> NDArray[np.uint64]:
+        bits = value << (64 * size - shift)
+        return np.array([(bits >> (64 * i)) & (2**64 - 1) for i in range(size)], np.uint64)
+
+    return answer
+
+
+def test_a_residual_draw_on_a_boundarys_top_bits_is_decided_by_its_low_bits() -> None:
+    sampler = grid_noise(1.0, 1)._pair_sampler
+    assert sampler is not None
+    shift, cdf = sampler.shift, sampler.residual_cdf
+    c = next(i for i in range(1, len(cdf) - 1) if cdf[i] % 2**shift > 0)
+    top, low = cdf[c] >> shift, cdf[c] % 2**shift
+
+    def at(u_hi: int) -> Callable[[int, int], NDArray[np.uint64]]:
+        return lambda high, size: np.full(size, u_hi, dtype=np.uint64)
+
+    # u = cdf[c] - 1 lies in cell c, u = cdf[c] in cell c + 1.
+    for bits, cell in [(low - 1, c), (low, c + 1)]:
+        rng = ScriptedRng(at(top), low_bits(bits, shift))
+        assert sampler._residual(rng, 1).tolist() == [sampler.residual_codes[cell]]
+    # u at or past the total is rejected; the fresh draw (clear of any boundary) decides.
+    tops = sampler.residual_top
+    j = next(i for i in range(len(cdf) - 1) if tops[i] + 1 < tops[i + 1])
+    end_top, end_low = cdf[-1] >> shift, cdf[-1] % 2**shift
+    rng = ScriptedRng(at(end_top), low_bits(end_low, shift), at(int(tops[j]) + 1))
+    assert sampler._residual(rng, 1).tolist() == [sampler.residual_codes[j + 1]]
+    assert rng.calls == [end_top + 1, 2**64, end_top + 1]
+
+
 def sample_law(noise: GridNoise, size: int, seed: int) -> NDArray[np.int64]:
     return noise.sample(np.random.default_rng(seed), (size,))
 
@@ -287,7 +391,9 @@ def pooled_p_value(observed: NDArray[np.int64], probabilities: NDArray[np.float6
     return float(stats.chisquare(obs[keep], exp[keep] * obs.sum() / exp[keep].sum()).pvalue)
 
 
-@pytest.mark.parametrize(("eps", "R"), [(1.0, 64), (4.0, 16), (0.05, 256), (20.0, 1)])
+@pytest.mark.parametrize(
+    ("eps", "R"), [(1.0, 64), (4.0, 16), (0.05, 256), (20.0, 1), (1.0, 1), (0.5, 1), (1.0, 2)]
+)
 def test_reported_coordinates_follow_the_clamped_law_exactly_claimed(eps: float, R: int) -> None:
     # Every coordinate of a report, the true one (law of x = R) and the others (x = 0),
     # against probabilities(x), which the estimators and the privacy proof use; (0.05, 256)
