@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from scipy import stats
 from ldptel.client.audit import exact_audit, sampled_audit
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.oracles.ss import SubsetSelection, default_subset_size
-from ldptel.client.randomness import Rng
+from ldptel.client.randomness import Rng, SecureRandom
 
 VECTORS = Path(__file__).parents[2] / "vectors" / "ss.json"
 COUNTS = np.array([4000, 2500, 1500, 1000, 600, 300, 100, 0], dtype=np.int64)
@@ -158,6 +159,87 @@ def test_rejected_words_are_redrawn_without_bias() -> None:
 def test_the_subset_law_check_detects_a_slightly_wrong_inclusion_probability() -> None:
     oracle = SubsetSelection(epsilon=1.0, domain_size=6, k=2)
     assert subset_p_value(oracle, 0, seed=62, claimed_p=oracle.p * 1.03) < 1e-4
+
+
+def forced_start(d: int, k: int, start: tuple[int, int]) -> SubsetSelection:
+    """An oracle whose reports come from the fixed-up sampler with a Bernoulli(a / 2^b) start."""
+    oracle = SubsetSelection(epsilon=1.0, domain_size=d, k=k)
+    oracle._start = oracle._secure_start = start
+    return oracle
+
+
+def test_large_subsets_take_the_fixed_up_sampler_and_small_ones_floyd() -> None:
+    large, small = (SubsetSelection(epsilon=e, domain_size=1024) for e in (1.0, 4.0))
+    assert (large.k, small.k) == (275, 18)
+    assert large._start is not None and large._secure_start is not None
+    assert small._start is None
+
+
+@pytest.mark.parametrize(
+    ("d", "k", "value", "start"),
+    [
+        (8, 3, 7, (1, 1)),  # the true value is item d-1 itself
+        (8, 4, 2, (3, 2)),
+        (6, 2, 0, (1, 2)),  # draws on [6, 8) land on item 5 (never eligible)
+        (9, 5, 8, (5, 3)),
+        (10, 3, 4, (1, 3)),
+        (7, 3, 3, (0, 0)),  # empty start: only additions
+        (7, 4, 1, (1, 0)),  # full start: only removals
+    ],
+)
+def test_fixed_up_subsets_have_exactly_their_probability(
+    d: int, k: int, value: int, start: tuple[int, int]
+) -> None:
+    oracle = forced_start(d, k, start)
+    assert subset_p_value(oracle, value, seed=d * 10 + k, claimed_p=oracle.p) > 1e-4
+
+
+def test_fixed_up_subsets_from_os_randomness_have_exactly_their_probability() -> None:
+    oracle = forced_start(8, 3, (1, 2))
+    assert subset_p_value(oracle, 1, seed=0, claimed_p=oracle.p, rng=SecureRandom()) > 1e-4
+
+
+class EvenDraws:
+    """A numpy generator whose second block of 64-bit words (the first fix-up round) has
+    every 16-bit half-word even: that round never picks an odd item."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.calls = 0
+
+    def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]:
+        return self.rng.random(size)
+
+    def integers(
+        self, low: int, high: int, size: int | tuple[int, ...], dtype: type = np.int64
+    ) -> NDArray[Any]:
+        words = self.rng.integers(low, high, size, dtype=dtype)
+        self.calls += 1
+        return words & np.uint64(0xFFFE_FFFE_FFFE_FFFE) if self.calls == 2 else words
+
+
+def test_the_subset_law_check_catches_biased_fix_up_draws() -> None:
+    oracle = forced_start(8, 3, (1, 1))
+    assert subset_p_value(oracle, 0, seed=0, claimed_p=oracle.p, rng=EvenDraws(7)) < 1e-4
+
+
+@pytest.mark.parametrize("rng", [np.random.default_rng(13), SecureRandom()], ids=["numpy", "os"])
+def test_large_subsets_are_k_subsets_with_uniform_other_items(rng: Rng) -> None:
+    oracle = SubsetSelection(epsilon=1.0, domain_size=1024)
+    d, k, n, value = oracle.domain_size, oracle.k, 20_000, 700
+    bits = np.unpackbits(oracle.perturb_batch(np.full(n, value), rng)["bits"], axis=1)
+    assert np.all(bits[:, d:] == 0) and np.all(bits.sum(axis=1) == k)
+    true_bits = bits[:, value].mean()
+    assert abs(true_bits - oracle.p) < Z_LIMIT * math.sqrt(oracle.p * (1 - oracle.p) / n)
+    # Other items: Pearson's statistic over their counts. Within a row, memberships of a
+    # uniform subset of q (d-1) items are correlated -q(1-q)/(d-2) apiece, which scales
+    # the statistic by (1-q) (d-1)/(d-2) from a chi-square(d-2).
+    counts = np.delete(bits[:, :d].sum(axis=0), value)
+    q = counts.sum() / (n * (d - 1))
+    pearson = float(((counts - counts.mean()) ** 2).sum() / counts.mean())
+    pearson /= (1 - q) * (d - 1) / (d - 2)
+    assert stats.chi2.sf(pearson, d - 2) > 1e-4
+    assert stats.chi2.cdf(pearson, d - 2) > 1e-4  # not too uniform either
 
 
 @pytest.mark.parametrize(("d", "eps"), [(8, 1.0), (12, 3.0)])
