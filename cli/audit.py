@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 from ldptel.cli.oracle_options import (
     add_oracle_arguments,
@@ -14,6 +15,7 @@ from ldptel.cli.oracle_options import (
     parse_int,
     rng_from_args,
 )
+from ldptel.cli.progress import ProgressLine
 from ldptel.client.audit import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLED_PAIRS,
@@ -52,7 +54,15 @@ def run(args: argparse.Namespace) -> int:
     pairs = parse_int(args.pairs, "pairs", 1)
     confidence = parse_float(args.confidence, "confidence")
     rng, seed = rng_from_args(args)
-    result = audit(oracle, rng, samples=samples, sampled_pairs=pairs, confidence=confidence)
+    with ProgressLine(sys.stderr, f"auditing {oracle.name}") as progress:
+        result = audit(
+            oracle,
+            rng,
+            samples=samples,
+            sampled_pairs=pairs,
+            confidence=confidence,
+            progress=progress.update,
+        )
     # Full RAPPOR: the audit measures one report; the bound over repeated reports of one
     # value (their shared permanent randomized response) is stated, not measured.
     permanent = getattr(oracle, "permanent_epsilon", None)

@@ -14,6 +14,7 @@ Two audits, because they check different things:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from numpy.typing import NDArray
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import check_int
-from ldptel.client.simulation import chunk_rows
+from ldptel.client.simulation import Progress, chunk_rows
 
 #: Unordered input pairs audited exactly: every pair while d(d-1)/2 fits (d <= 32).
 EXACT_PAIRS = 32 * 31 // 2
@@ -159,9 +160,15 @@ def binomial_bounds(
 
 
 def event_counts(
-    oracle: FrequencyOracle, value: int, other: int, samples: int, rng: np.random.Generator
+    oracle: FrequencyOracle,
+    value: int,
+    other: int,
+    samples: int,
+    rng: np.random.Generator,
+    reported: Callable[[int], None] = lambda size: None,
 ) -> NDArray[np.int64]:
-    """How often each audit event of {value, other} occurs in `samples` reports of `value`."""
+    """How often each audit event of {value, other} occurs in `samples` reports of `value`;
+    `reported(size)` after each chunk of reports."""
     counts = np.zeros(oracle.audit_event_count, dtype=np.int64)
     rows = chunk_rows(oracle)
     for start in range(0, samples, rows):
@@ -169,6 +176,7 @@ def event_counts(
         batch = oracle.perturb_batch(np.full(size, value, dtype=np.int64), rng)
         events = oracle.audit_events(batch, value, other)
         counts += np.bincount(events, minlength=oracle.audit_event_count)
+        reported(size)
     return counts
 
 
@@ -178,9 +186,11 @@ def sampled_audit(
     samples: int = DEFAULT_SAMPLES,
     pairs: int | list[tuple[int, int]] = DEFAULT_SAMPLED_PAIRS,
     confidence: float = DEFAULT_CONFIDENCE,
+    progress: Progress | None = None,
 ) -> SampledAudit:
     """Privacy loss measured on reports from `perturb_batch`: a point estimate and a lower
-    bound that holds with probability >= confidence over all pairs, directions and events."""
+    bound that holds with probability >= confidence over all pairs, directions and events.
+    `progress(done, total)` counts the reports drawn."""
     samples = check_int(samples, "samples", 100)
     if not 0 < confidence < 1:
         raise ParameterError("confidence", f"must be in (0, 1), got {confidence!r}")
@@ -190,8 +200,18 @@ def sampled_audit(
     # Each (pair, direction, event) bound combines a lower and an upper bound.
     delta = (1 - confidence) / (len(pairs) * 2 * events * 2)
     point, bound, worst_pair = -math.inf, -math.inf, pairs[0]
+    total, done = 2 * len(pairs) * samples, 0
+
+    def reported(size: int) -> None:
+        nonlocal done
+        done += size
+        if progress is not None:
+            progress(done, total)
+
     for v, w in pairs:
-        counts = {x: event_counts(oracle, x, y, samples, rng) for x, y in ((v, w), (w, v))}
+        counts = {
+            x: event_counts(oracle, x, y, samples, rng, reported) for x, y in ((v, w), (w, v))
+        }
         lower = {x: binomial_bounds(c, samples, delta)[0] for x, c in counts.items()}
         upper = {x: binomial_bounds(c, samples, delta)[1] for x, c in counts.items()}
         for a, b in ((v, w), (w, v)):
@@ -221,12 +241,15 @@ def audit(
     exact: bool = True,
     sampled: bool = True,
     exact_pairs: int = EXACT_PAIRS,
+    progress: Progress | None = None,
 ) -> AuditResult:
     """Both audits against the oracle's claimed `epsilon`; violated if either refutes it."""
     claimed = oracle.epsilon
     exact_result = exact_audit(oracle, exact_pairs) if exact else None
     sampled_result = (
-        sampled_audit(oracle, rng, samples, sampled_pairs, confidence) if sampled else None
+        sampled_audit(oracle, rng, samples, sampled_pairs, confidence, progress)
+        if sampled
+        else None
     )
     violated = (
         exact_result is not None and exact_result.epsilon > claimed * (1 + EXACT_TOLERANCE)

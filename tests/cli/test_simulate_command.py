@@ -3,7 +3,6 @@ and one clear line for every bad parameter."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 
@@ -11,7 +10,6 @@ import numpy as np
 import pytest
 from ldptel_command import ldptel, one_line_error
 
-from ldptel.cli.simulate import ProgressLine
 from ldptel.client.oracles import ORACLES
 from ldptel.client.simulation import build_oracle
 
@@ -175,22 +173,6 @@ def test_huge_values_and_usage_errors_are_one_line_too(args: list[str], says: st
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ldptel simulate: error: "), result.stderr
     assert says in lines[0]
-
-
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_progress_is_shown_on_a_terminal_only() -> None:
-    terminal, pipe = Terminal(), io.StringIO()
-    for stream in (terminal, pipe):
-        with ProgressLine(stream, "simulating", interval=0.0) as progress:
-            progress.update(50, 100)
-            progress.update(100, 100)
-    assert "simulating:  50.0% (50/100)" in terminal.getvalue()
-    assert terminal.getvalue().endswith("\r\033[K")  # the line is cleared afterwards
-    assert pipe.getvalue() == ""
 
 
 def test_rappor_shows_both_guarantees_and_which_candidates_are_significant() -> None:

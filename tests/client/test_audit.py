@@ -154,3 +154,13 @@ def test_audit_parameters_are_validated() -> None:
         sampled_audit(oracle, rng(9), confidence=1.0)
     with pytest.raises(ParameterError, match="samples"):
         sampled_audit(oracle, rng(9), samples=10)
+
+
+def test_the_sampled_audit_reports_its_progress_in_reports_drawn() -> None:
+    oracle = DirectEncoding(epsilon=1.0, domain_size=4)
+    seen: list[tuple[int, int]] = []
+    sampled_audit(
+        oracle, np.random.default_rng(1), samples=1000, pairs=2, progress=lambda *p: seen.append(p)
+    )
+    assert seen[-1] == (4000, 4000)  # 2 pairs x 2 directions x 1000 samples
+    assert [done for done, _ in seen] == sorted({done for done, _ in seen})
