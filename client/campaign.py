@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ldptel.client.errors import ParameterError
@@ -144,6 +144,11 @@ class CampaignConfig:
     @property
     def domain_size(self) -> int:
         return len(self.domain)
+
+    def with_fixed_params(self) -> CampaignConfig:
+        """This config with its oracle's fixed parameters written into `params` (see
+        FrequencyOracle.fixed_params): the form a campaign is created in."""
+        return replace(self, params={**self.build_oracle().fixed_params(), **self.params})
 
     def build_oracle(self, epsilon: float | None = None) -> FrequencyOracle:
         """The oracle this config describes, at `epsilon` (default: the config's). Parameters

@@ -84,11 +84,13 @@ class Registry:
 
     # -- writes (admin) --------------------------------------------------------------------
     def create(self, config: CampaignConfig) -> tuple[str, bool]:
-        """Store `config` and make it the campaign's active one.
+        """Store `config`, its oracle's fixed parameters written out, and make it the
+        campaign's active one.
 
         Returns (config_id, changed): changed is False if it already was the active config.
         Raises CampaignRetiredError for a retired campaign.
         """
+        config = config.with_fixed_params()
         config_id = config.config_id
         self.redis.set(keys.config(config_id), config.canonical_json(), nx=True)
         outcome = self._activate(

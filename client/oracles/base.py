@@ -144,6 +144,12 @@ class FrequencyOracle(ABC):
             )
         self.domain_size = check_int(domain_size, "domain_size", 2, 2**24)
 
+    def fixed_params(self) -> dict[str, Any]:
+        """The parameters with constant defaults that shape the report, as this oracle has
+        them; a campaign writes them into its config when created, so that a new default in a
+        later version cannot change the reports of an existing campaign."""
+        return {}
+
     # -- privacy ---------------------------------------------------------------------------
     @property
     def epsilon(self) -> float:

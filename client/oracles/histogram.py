@@ -377,6 +377,9 @@ class HistogramEncoding(FrequencyOracle):
     def epsilon(self) -> float:
         return self.noise.epsilon
 
+    def fixed_params(self) -> dict[str, Any]:
+        return {"resolution": self.resolution}
+
     @property
     def clamp(self) -> int:
         """M: every reported value lies in [-M, M]."""

@@ -177,6 +177,10 @@ class Rappor(FrequencyOracle):
         self._last_fit: tuple[tuple[bytes, float, bool | None], RapporFit] | None = None
 
     # -- parameters and privacy --------------------------------------------------------------
+    def fixed_params(self) -> dict[str, Any]:
+        # f is derived from each level's epsilon unless the config fixes it.
+        return {"k": self.k, "h": self.h, "m": self.m, "p": self.p, "q": self.q}
+
     @staticmethod
     def _quantized_f(f: float, up: bool = False) -> float:
         threshold = math.ceil(f * _PRR_SCALE) if up else round(f * _PRR_SCALE)

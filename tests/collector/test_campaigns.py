@@ -28,6 +28,26 @@ def test_created_campaign_is_served_with_its_config_id_as_etag(api: Api) -> None
     assert "max-age" in response.headers["Cache-Control"]
 
 
+@pytest.mark.parametrize(
+    ("oracle", "fixed"),
+    [
+        ("she", {"resolution": 1}),
+        ("the", {"resolution": 2}),
+        ("rappor", {"k": 16, "h": 2, "m": 64, "p": 0.5, "q": 0.75}),
+        ("olh", {}),  # g follows epsilon (and each privacy level's)
+    ],
+)
+def test_a_campaign_is_stored_with_its_oracles_defaults_written_out(
+    api: Api, oracle: str, fixed: dict[str, Any]
+) -> None:
+    # So that a default changed in a later version cannot change an existing campaign.
+    config_id = api.create_campaign(campaign_config(oracle=oracle))
+    body = api.session.get(f"{api.url}/v1/campaigns/colors").json()
+    assert body["params"] == fixed
+    # The same campaign given with its defaults spelled out is the same config.
+    assert api.create_campaign(campaign_config(oracle=oracle, params=fixed)) == config_id
+
+
 def test_an_auto_campaign_is_served_with_the_chosen_oracle_and_accepts_its_reports(
     api: Api,
 ) -> None:
