@@ -12,7 +12,8 @@ from ldptel.client.oracles.unary import UnaryEncoding
 
 class OptimizedUnaryEncoding(UnaryEncoding):
     """OUE: the true bit is reported as 1 with p = 1/2, every other bit with
-    q = 1 / (e^eps + 1); the few 1s among the other bits are drawn sparsely (unary.py)."""
+    q = 1 / (e^eps + 1). In batches the ~q d 1s among the other bits are drawn sparsely
+    (an exact Binomial count, then a uniform subset; unary.perturb_unary)."""
 
     name = "oue"
 

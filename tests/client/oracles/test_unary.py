@@ -5,6 +5,7 @@ beyond the contract (test_contract.py): strict decoding, test vectors, the exact
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from ldptel.client.audit import exact_audit
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.unary import (
+    ExactBinomial,
     UnaryEncoding,
+    _sparse_start,
     base256_digits,
     bernoulli_bits,
     bit_counts,
@@ -273,3 +276,76 @@ def test_audit_events_of_a_report_are_its_two_bits(name: str) -> None:
             oracle.p * oracle.q,
         ]
     )
+
+
+# -- sparse bits: an exact Binomial count, then a uniform subset --------------------------------
+def binomial_p_value(counts: NDArray[np.int64], trials: int, prob: float) -> float:
+    """Chi-square of counts against Binomial(trials, prob), classes with >= 20 expected."""
+    expected = stats.binom.pmf(np.arange(trials + 1), trials, prob) * counts.size
+    observed = np.bincount(counts, minlength=trials + 1)
+    keep = expected >= 20
+    rest = [observed[~keep].sum(), expected[~keep].sum()]
+    obs, exp = np.append(observed[keep], rest[0]), np.append(expected[keep], rest[1])
+    return float(stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
+
+
+@pytest.mark.parametrize(("trials", "prob"), [(20, 0.3), (511, 1 / (math.exp(4) + 1))])
+def test_exact_binomial_draws_follow_the_binomial_law(trials: int, prob: float) -> None:
+    sampler = ExactBinomial(trials, prob)
+    counts = sampler.draw(np.random.default_rng(8), 300_000)
+    assert binomial_p_value(counts, trials, prob) > ALPHA
+    # The check sees a count law 3% off.
+    assert binomial_p_value(counts, trials, prob * 1.03) < ALPHA
+
+
+def test_exact_binomial_table_is_the_exact_cumulative_weights() -> None:
+    # Small enough to hold every weight: C(N, i) a^i (2^t - a)^(N - i), total 2^(tN).
+    trials, prob = 3, 0.375  # a = 3, t = 3: 9 bits of u
+    sampler = ExactBinomial(trials, prob)
+    weights = [math.comb(3, i) * 3**i * 5 ** (3 - i) for i in range(4)]
+    assert sampler.shift == 0 and sampler.tops.tolist() == np.cumsum(weights).tolist()
+    assert sampler.tops[-1] == 2**9
+    big = ExactBinomial(1023, 1 / (math.exp(4) + 1))
+    assert big.tops[-1] == 2**62 and np.all(np.diff(big.tops) >= 0)
+
+
+def test_a_count_on_a_boundarys_top_bits_is_decided_by_its_low_bits() -> None:
+    sampler = ExactBinomial(100, 0.3)
+    cumulative = list(sampler._cumulative())
+    i = 30
+    top, low = cumulative[i] >> sampler.shift, cumulative[i] % 2**sampler.shift
+
+    class Scripted:
+        def __init__(self, low_bits: int) -> None:
+            self.answers = [np.array([top]), self.words(low_bits)]
+
+        def words(self, value: int) -> NDArray[np.uint64]:
+            count = -(-sampler.shift // 64)
+            bits = value << (64 * count - sampler.shift)
+            return np.array([(bits >> (64 * j)) & (2**64 - 1) for j in range(count)], np.uint64)
+
+        def integers(self, low: int, high: int, size: int, dtype: Any = np.int64) -> Any:
+            return self.answers.pop(0)
+
+    # u = cumulative[i] - 1 is in count i; u = cumulative[i] is in count i + 1.
+    assert sampler.draw(Scripted(low - 1), 1).tolist() == [i]  # type: ignore[arg-type]
+    assert sampler.draw(Scripted(low), 1).tolist() == [i + 1]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_sparse_bits_have_the_unary_law(name: str) -> None:
+    # d = 512 at eps = 6 takes the sparse path: the other bits' count is Binomial(d - 1, q),
+    # every other position is equally likely, and the true bit is 1 with probability p.
+    d, n = 512, 60_000
+    oracle = unary(name, 6.0, d)
+    rng = np.random.default_rng(9)
+    assert _sparse_start(rng, n, d, oracle.q_star) is not None
+    values = np.full(n, 7, dtype=np.int64)
+    bits = unpack_bits(oracle.perturb_batch(values, rng)["bits"], d).astype(np.int64)
+    true_bits = bits[:, 7]
+    others = np.delete(bits, 7, axis=1)
+    p, q = oracle.p_star, oracle.q_star
+    assert abs(true_bits.mean() - p) < 4 * math.sqrt(p * (1 - p) / n)
+    assert binomial_p_value(others.sum(axis=1), d - 1, q) > ALPHA
+    per_position = others.sum(axis=0)
+    assert stats.chisquare(per_position).pvalue > ALPHA
