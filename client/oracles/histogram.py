@@ -252,25 +252,20 @@ class PairSampler:
     for eps >= 0.5 at R <= 2) draw from the residual law with the exact integer weights
     m_a m_b 2^16 - c(a, b) S^2 (total U S^2). Together: c(a, b) / 2^16 + (U / 2^16) (P(a, b)
     - c(a, b) / 2^16) / (U / 2^16) = P(a, b), so the two values are independent with law m.
+    The residual law is drawn the same way, by a second guide (16 more random bits), and
+    what that leaves (< 0.1% of pairs) by binary search.
     """
 
     def __init__(self, masses: list[int], values: NDArray[np.integer[Any]]) -> None:
-        total = sum(masses)
         codes = _pair_codes(np.asarray(values))
-        products = [[a * b for b in masses] for a in masses]
-        counts = [[(p << 16) // total**2 for p in row] for row in products]
-        assigned = np.array(counts, dtype=np.int64).ravel()
-        guide = np.repeat(codes, assigned)
         self.sentinel = int(_pair_codes(np.array([np.iinfo(np.int8).min]))[0])
-        pad = np.full(GUIDE_BLOCKS - guide.size, self.sentinel, dtype=np.int16)
-        self.guide = _read_only(np.concatenate((guide, pad)))
-        # The residual law: exact integer weights (up to ~2^140), their cumulative sums in
-        # Python integers and, for the vectorized search, their top 62 bits.
-        weights = [
-            (p << 16) - c * total**2
-            for row_p, row_c in zip(products, counts, strict=True)
-            for p, c in zip(row_p, row_c, strict=True)
-        ]
+        weights = [a * b for a in masses for b in masses]
+        self.guides: list[NDArray[np.int16]] = []
+        for _ in range(2):
+            guide, weights = self._split(weights, codes)
+            self.guides.append(guide)
+        # The last residual law: exact integer weights (up to ~2^160), their cumulative sums
+        # in Python integers and, for the vectorized search, their top 62 bits.
         keep = [i for i, w in enumerate(weights) if w > 0]
         self.residual_codes = _read_only(codes[keep])
         self.residual_cdf = list(itertools.accumulate(weights[i] for i in keep))
@@ -278,6 +273,18 @@ class PairSampler:
         self.residual_top = _read_only(
             np.array([c >> self.shift for c in self.residual_cdf], dtype=np.int64)
         )
+
+    def _split(
+        self, weights: list[int], codes: NDArray[np.int16]
+    ) -> tuple[NDArray[np.int16], list[int]]:
+        """The guide of a law with integer weights (floor(2^16 w / total) entries each, the
+        rest the sentinel) and the residual weights w 2^16 - entries total."""
+        total = sum(weights)
+        counts = [(w << 16) // total for w in weights]
+        guide = np.repeat(codes, np.array(counts, dtype=np.int64))
+        pad = np.full(GUIDE_BLOCKS - guide.size, self.sentinel, dtype=np.int16)
+        residual = [(w << 16) - c * total for w, c in zip(weights, counts, strict=True)]
+        return _read_only(np.concatenate((guide, pad))), residual
 
     def draw(self, rng: Rng, out: NDArray[np.integer[Any]]) -> None:
         """Fill the contiguous int8 array `out` with independent draws."""
@@ -287,14 +294,24 @@ class PairSampler:
         # Pairs are drawn into `out` itself when it holds whole aligned int16s.
         direct = flat.size % 2 == 0 and flat.ctypes.data % 2 == 0
         pairs = flat.view(np.int16) if direct else np.empty(-(-flat.size // 2), dtype=np.int16)
-        words = rng.integers(0, 1 << 64, -(-pairs.size // 4), dtype=np.uint64)
-        np.take(self.guide, words.view(np.uint16)[: pairs.size], out=pairs, mode="clip")
-        residual = np.flatnonzero(pairs == self.sentinel)
-        if residual.size:
-            pairs[residual] = self._residual(rng, residual.size)
+        first, second = self.guides
+        self._look_up(rng, first, pairs)
+        left = np.flatnonzero(pairs == self.sentinel)
+        if left.size:
+            drawn = np.empty(left.size, dtype=np.int16)
+            self._look_up(rng, second, drawn)
+            still = drawn == self.sentinel
+            if still.any():
+                drawn[still] = self._residual(rng, int(still.sum()))
+            pairs[left] = drawn
         if not direct:
             # An odd count drops the last pair's second value: the first keeps its law.
             flat[:] = pairs.view(np.int8)[: flat.size]
+
+    @staticmethod
+    def _look_up(rng: Rng, guide: NDArray[np.int16], out: NDArray[np.int16]) -> None:
+        words = rng.integers(0, 1 << 64, -(-out.size // 4), dtype=np.uint64)
+        np.take(guide, words.view(np.uint16)[: out.size], out=out, mode="clip")
 
     def _residual(self, rng: Rng, count: int) -> NDArray[np.int16]:
         """Pairs from the residual law: u uniform on [0, total) is read from its top bits
