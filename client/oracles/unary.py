@@ -237,7 +237,7 @@ class ExactBinomial:
 
     u is read from its top 62 bits: the count is certain unless they equal the top bits of a
     cumulative weight (P < (N + 1) / 2^62); then the low bits decide, in exact integers.
-    Building it costs O(N^2 t) bit operations (~10 ms at N = 1023), so it is built once per
+    Building it costs O(N^2 t) bit operations (~30 ms at N = 1023), so it is built once per
     (N, q), for batches.
     """
 
