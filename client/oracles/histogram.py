@@ -56,6 +56,8 @@ MIN_TABLE_WEIGHT = 2**16
 MAX_CLAMP = 2**18
 #: Blocks of the sampler's guide table: one 16-bit uniform picks a block.
 GUIDE_BLOCKS = 1 << 16
+#: Draws of at least this many values take the PairSampler (when it applies).
+PAIR_MIN_VALUES = 1 << 14
 #: Report values are drawn in chunks of about this many (cache-sized temporaries; measured
 #: fastest among 2^16..2^20).
 CHUNK_VALUES = 1 << 18
@@ -157,7 +159,8 @@ class GridNoise:
     def sample_reported(self, rng: Rng, x: int, out: NDArray[np.integer[Any]]) -> None:
         """Fill `out` (contiguous, of `report_dtype`) with independent draws of
         clamp(x + noise, -M, M), x in {0, R}: the law `probabilities(x)`, exactly."""
-        pairs = self._pair_sampler if x == 0 else None
+        # Pairs pay for their tables (~1-40 ms, once) from big draws on, not for one report.
+        pairs = self._pair_sampler if x == 0 and out.size >= PAIR_MIN_VALUES else None
         (pairs or self._report_samplers[x]).draw(rng, out)
 
 

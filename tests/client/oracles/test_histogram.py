@@ -218,6 +218,15 @@ def test_the_pair_tables_give_every_pair_exactly_its_product_probability(
     assert sampler.residual_top.tolist() == [c >> sampler.shift for c in cdf]
 
 
+def test_one_report_does_not_build_the_pair_tables() -> None:
+    # They cost up to ~40 ms once; a report of d values takes the single-value sampler.
+    oracle = SummationHistogramEncoding(epsilon=0.77, domain_size=1000)
+    oracle.perturb_batch(np.array([3]), np.random.default_rng(1))
+    assert "_pair_sampler" not in vars(oracle.noise)
+    oracle.perturb_batch(np.zeros(100, dtype=np.int64), np.random.default_rng(1))
+    assert vars(oracle.noise)["_pair_sampler"] is not None
+
+
 def independence_p_value(first: NDArray[np.int64], second: NDArray[np.int64]) -> float:
     """Chi-square test of independence of two coordinates, each in 5 buckets."""
     edges = [-2, -1, 1, 2]
