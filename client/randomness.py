@@ -80,6 +80,16 @@ class SecureRandom:
         return values.reshape(size)
 
 
+def random_bits(rng: Rng, bits: int) -> int:
+    """A uniform integer in [0, 2^bits) (any size): the leading bits of the number whose
+    64-bit digits, least significant first, are fresh uniform words."""
+    if bits <= 0:
+        return 0
+    words = rng.integers(0, 1 << 64, -(-bits // 64), dtype=np.uint64)
+    value = sum(int(w) << (64 * i) for i, w in enumerate(words))
+    return value >> (64 * words.size - bits)
+
+
 def default_rng() -> Rng:
     """The client's default random source: the OS CSPRNG."""
     return SecureRandom()

@@ -43,7 +43,7 @@ from ldptel.client.oracles.base import (
     check_int,
     check_reports,
 )
-from ldptel.client.randomness import Rng
+from ldptel.client.randomness import Rng, random_bits
 
 MAX_RESOLUTION = 4096
 #: The table's weights add up to just under 2^61 (by < 2^-19): the sampler draws u from 61
@@ -329,7 +329,7 @@ class PairSampler:
         return result
 
     def _exact(self, rng: Rng, u_hi: int) -> int:
-        u = (u_hi << self.shift) + _random_bits(rng, self.shift)
+        u = (u_hi << self.shift) + random_bits(rng, self.shift)
         if u >= self.residual_cdf[-1]:
             return int(self._residual(rng, 1)[0])  # past the total: drawn afresh
         return int(self.residual_codes[bisect.bisect_right(self.residual_cdf, u)])
@@ -341,13 +341,6 @@ def _pair_codes(values: NDArray[np.integer[Any]]) -> NDArray[np.int16]:
     pairs = np.stack(np.meshgrid(values, values, indexing="ij"), axis=-1).astype(np.int8)
     codes: NDArray[np.int16] = np.ascontiguousarray(pairs).view(np.int16).reshape(-1)
     return codes
-
-
-def _random_bits(rng: Rng, bits: int) -> int:
-    """A uniform integer in [0, 2^bits), from 64-bit words."""
-    words = rng.integers(0, 1 << 64, -(-bits // 64), dtype=np.uint64)
-    value = sum(int(w) << (64 * i) for i, w in enumerate(words))
-    return value >> (64 * words.size - bits)
 
 
 def narrowest_int(values: NDArray[np.integer[Any]]) -> np.dtype[Any]:

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles.base import Field, PureOracle, ReportBatch, WireReport, check_reports
 from ldptel.client.oracles.subsets import OS_BYTE_COST, fixed_up_subsets, start_probability
-from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.randomness import Rng, SecureRandom, random_bits
 
 #: BYTE_BITS[b] is the 8 bits of byte value b, most significant first (packbits' order).
 BYTE_BITS: NDArray[np.int64] = np.unpackbits(
@@ -267,9 +267,7 @@ class ExactBinomial:
         return counts.astype(np.int64)
 
     def _exact(self, rng: Rng, u_hi: int) -> int:
-        words = rng.integers(0, 1 << 64, -(-self.shift // 64) or 1, dtype=np.uint64)
-        low = sum(int(w) << (64 * j) for j, w in enumerate(words)) >> (64 * words.size - self.shift)
-        u = (u_hi << self.shift) + low
+        u = (u_hi << self.shift) + random_bits(rng, self.shift)
         return next(i for i, c in enumerate(self._cumulative()) if u < c)
 
 

@@ -265,7 +265,7 @@ def test_pairs_fill_odd_and_unaligned_arrays() -> None:
 
 
 def low_bits(value: int, shift: int) -> Callable[[int, int], NDArray[np.uint64]]:
-    """Scripted words whose leading `shift` bits are `value` (PairSampler's _random_bits)."""
+    """Scripted words whose leading `shift` bits are `value` (randomness.random_bits)."""
 
     def answer(high: int, size: int) -> NDArray[np.uint64]:
         bits = value << (64 * size - shift)
