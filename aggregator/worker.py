@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ldptel.aggregator.lease import Lease
 from ldptel.aggregator.report import ReportOptions, build_window, store_window
@@ -24,6 +24,9 @@ from ldptel.aggregator.state import StateKey, pending_states, reported
 from ldptel.store import keys
 from ldptel.store.connection import REDIS_ERRORS
 from ldptel.store.registry import Registry
+
+if TYPE_CHECKING:  # prometheus_client is imported only by a worker that serves metrics
+    from ldptel.aggregator.metrics import AggregatorMetrics
 
 log = logging.getLogger("ldptel.aggregator")
 
@@ -70,6 +73,7 @@ class Worker:
         report_options: ReportOptions | None = None,
         build_reports: bool = True,
         on_step: Callable[[StepResult], None] | None = None,
+        metrics: AggregatorMetrics | None = None,
     ) -> None:
         self.client = client
         self.registry = Registry(client)
@@ -79,6 +83,7 @@ class Worker:
         self.report_options = report_options or ReportOptions()
         self.build_reports = build_reports
         self.on_step = on_step
+        self.metrics = metrics
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -96,10 +101,15 @@ class Worker:
         while not self.stopping:
             started = time.monotonic()
             try:
-                self.run_pass()
+                stats = self.run_pass()
+                if self.metrics is not None:
+                    self.metrics.passed(time.monotonic() - started, stats)
+                    self.metrics.measure_lag(self.client, self.registry)
             except REDIS_ERRORS as error:
                 log.error("pass failed, retrying in %.0f s: %s: %s", every,
                           type(error).__name__, error)  # fmt: skip
+                if self.metrics is not None:
+                    self.metrics.failed()
             self._stop.wait(max(0.0, every - (time.monotonic() - started)))
 
     def run_pass(self) -> PassStats:
@@ -136,6 +146,8 @@ class Worker:
                 stats.touched[name] |= result.touched
                 if self.on_step is not None:
                     self.on_step(result)
+                if self.metrics is not None:
+                    self.metrics.progress()
                 if result.quarantined:
                     log.warning(
                         "%s shard %d: %d entries quarantined", name, shard, result.quarantined

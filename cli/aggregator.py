@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from ldptel.cli.redis_option import add_redis_argument, redis_client
 from ldptel.client.errors import ParameterError
 
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+__all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -32,53 +33,20 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def add_redis_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--redis-url",
-        default=None,
-        help="Redis of the collector, redis+cluster://host:port[,host:port...] for a Redis "
-        "Cluster (default: $LDPTEL_REDIS_URL, else the private Redis of a `ldptel collector "
-        f"serve` in this directory (.ldptel/redis.url), else {DEFAULT_REDIS_URL})",
-    )
-
-
-def redis_url(url: str | None) -> str:
-    """--redis-url, else $LDPTEL_REDIS_URL, else the URL a `ldptel collector serve` running in
-    this directory wrote for the other commands, else DEFAULT_REDIS_URL."""
-    import os
-
-    from ldptel.collector.serve import DATA_DIR, REDIS_URL_FILE
-
-    if url or os.environ.get("LDPTEL_REDIS_URL"):
-        return url or os.environ["LDPTEL_REDIS_URL"]
-    url_file = DATA_DIR / REDIS_URL_FILE
-    return url_file.read_text().strip() if url_file.exists() else DEFAULT_REDIS_URL
-
-
-def redis_client(url: str | None) -> Any:
-    from ldptel.cli.main import CliError
-    from ldptel.store.connection import REDIS_ERRORS, connect
-
-    try:
-        return connect(redis_url(url))
-    except REDIS_ERRORS as error:  # a cluster client connects at once
-        raise CliError(f"Redis: {error}") from error
-
-
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of how reports are built (shared by `aggregator run` and `report`)."""
     from ldptel.aggregator.consistency import ALIASES, METHODS
 
     parser.add_argument(
         "--consistency",
-        default="norm-sub",
+        default=os.environ.get("LDPTEL_CONSISTENCY", "norm-sub"),
         choices=[*METHODS, *ALIASES],
         help="post-processing of the estimates into consistent ones (default norm-sub)",
     )
     parser.add_argument(
         "--min-reports",
         type=int,
-        default=100,
+        default=os.environ.get("LDPTEL_MIN_REPORTS", "100"),
         metavar="N",
         help="below N reports a window says 'not enough reports' (default 100)",
     )
@@ -97,22 +65,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     when = run_parser.add_mutually_exclusive_group()
     when.add_argument("--once", action="store_true", help="one pass over all shards, then exit")
     when.add_argument(
-        "--every", default="1m", metavar="DURATION", help="pass interval, e.g. 30s, 1h (default 1m)"
+        "--every",
+        default=os.environ.get("LDPTEL_AGGREGATOR_EVERY", "1m"),
+        metavar="DURATION",
+        help="pass interval, e.g. 30s, 1h (default $LDPTEL_AGGREGATOR_EVERY, else 1m)",
     )
     run_parser.add_argument(
         "--worker-id",
+        default=os.environ.get("LDPTEL_AGGREGATOR_WORKER_ID") or None,
         help="stable id of this worker (default host-pid); a restarted worker with the same "
         "id takes back its shards without waiting for the lease to expire",
     )
     run_parser.add_argument(
         "--batch-entries",
         type=int,
-        default=1000,
+        default=os.environ.get("LDPTEL_AGGREGATOR_BATCH_ENTRIES", "1000"),
         metavar="N",
         help="stream entries read and applied per transaction (default 1000)",
     )
     run_parser.add_argument(
-        "--lease-ms", type=int, default=30_000, metavar="MS", help="shard lease TTL (default 30000)"
+        "--lease-ms",
+        type=int,
+        default=os.environ.get("LDPTEL_AGGREGATOR_LEASE_MS", "30000"),
+        metavar="MS",
+        help="shard lease TTL (default 30000)",
+    )
+    run_parser.add_argument(
+        "--health-port",
+        type=int,
+        default=os.environ.get("LDPTEL_AGGREGATOR_HEALTH_PORT", "0"),
+        metavar="PORT",
+        help="with --every: serve /metrics, /healthz and /readyz on this port (default "
+        "$LDPTEL_AGGREGATOR_HEALTH_PORT, else 0 = off)",
+    )
+    run_parser.add_argument(
+        "--health-host",
+        default=os.environ.get("LDPTEL_AGGREGATOR_HEALTH_HOST", "127.0.0.1"),
+        metavar="HOST",
+        help="address of the health server (default 127.0.0.1; 0.0.0.0 in a container)",
     )
     run_parser.add_argument("--quiet", action="store_true", help="log warnings only")
     add_report_arguments(run_parser)
@@ -136,20 +126,20 @@ def graceful_stop(stop: Any) -> Iterator[None]:
 
 def run(args: argparse.Namespace) -> int:
     from ldptel.aggregator.worker import Worker
+    from ldptel.store import logs
 
     if args.batch_entries < 1:
         raise ParameterError("batch_entries", "must be >= 1")
     if args.lease_ms < 2_000:
         # A step (read + count + EXEC) must finish within the lease, or it can never commit.
         raise ParameterError("lease_ms", "must be >= 2000 (a step must finish within the lease)")
+    if not 0 <= args.health_port < 65536:
+        raise ParameterError("health_port", "must be a port number (0 = off)")
     every = None if args.once else parse_duration(args.every)
-    logging.basicConfig(
-        level=logging.WARNING if args.quiet else logging.INFO,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
+    logs.configure("WARNING" if args.quiet else "INFO")
+    client = redis_client(args.redis_url)
     worker = Worker(
-        redis_client(args.redis_url),
+        client,
         worker_id=args.worker_id,
         batch_entries=args.batch_entries,
         lease_ms=args.lease_ms,
@@ -163,6 +153,24 @@ def run(args: argparse.Namespace) -> int:
                 f"{stats.quarantined:,} quarantined) from {stats.shards} shards; "
                 f"{stats.reports_built} window reports built"
             )
+        elif args.health_port:
+            _run_observed(worker, every, args.health_host, args.health_port)
         else:
             worker.run_forever(every)
     return 0
+
+
+def _run_observed(worker: Any, every: float, host: str, port: int) -> None:
+    """`run_forever` with metrics and the health server; the loop counts as stalled when no
+    step or pass ended for three intervals (at least a minute, the lease's order)."""
+    from ldptel.aggregator.metrics import AggregatorMetrics, HealthServer
+    from ldptel.cli.main import CliError
+
+    metrics = AggregatorMetrics(stale_seconds=max(3 * every, 60.0))
+    worker.metrics = metrics
+    try:
+        server = HealthServer(metrics, host, port)
+    except OSError as error:
+        raise CliError(f"health server on {host}:{port}: {error.strerror}") from error
+    with server:
+        worker.run_forever(every)

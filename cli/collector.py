@@ -2,74 +2,84 @@
 
     ldptel collector serve [--host H] [--port P] [--redis-url URL] [--workers N] [--threads N]
     ldptel collector token create APP        (prints the token once)
-    ldptel collector token revoke TOKEN
+    ldptel collector token list              (id and app of every token; never the token)
+    ldptel collector token revoke (TOKEN | --id ID | --app APP)
     ldptel collector campaign create FILE    (a config JSON file)
+    ldptel collector campaign list
     ldptel collector campaign retire NAME
 
-Token and campaign commands talk to Redis directly: --redis-url, else $LDPTEL_REDIS_URL,
-else the private Redis of a `serve` running in this directory (.ldptel/redis.url).
+Every setting of `serve` also comes from the environment (`LDPTEL_<SETTING>`; a flag wins;
+docs/operations.md); the admin and analyst tokens only from `LDPTEL_ADMIN_TOKEN[_FILE]` and
+`LDPTEL_ANALYST_TOKEN[_FILE]`, never from a flag (`ps` shows flags). Token and campaign
+commands talk to Redis directly, found as every command finds it (cli/redis_option.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import secrets
-import sys
 from pathlib import Path
-from typing import Any
+
+from ldptel.cli.redis_option import add_redis_argument, redis_client
+
+log = logging.getLogger("ldptel.collector")
+#: The admin token `serve` generates when none is given: written to this file in the data
+#: directory (owner-only), never logged.
+ADMIN_TOKEN_FILE = "admin-token"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     serve = sub.add_parser("serve", help="run the collector under gunicorn")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    serve.add_argument("--host", help="address to bind ($LDPTEL_HOST, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port ($LDPTEL_PORT, else 8080)")
     serve.add_argument(
         "--redis-url",
-        default=os.environ.get("LDPTEL_REDIS_URL"),
+        metavar="URL",
         help="Redis to store into, redis+cluster://host:port[,host:port...] for a Redis "
-        "Cluster (default $LDPTEL_REDIS_URL, else a private redis-server with its data in "
-        "./.ldptel/redis)",
+        "Cluster ($LDPTEL_REDIS_URL, else a private redis-server with its data in "
+        "<data dir>/redis)",
     )
-    serve.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    serve.add_argument("--threads", type=int, default=8, help="threads per worker (default 8)")
-    serve.add_argument(
-        "--admin-token",
-        default=os.environ.get("LDPTEL_ADMIN_TOKEN"),
-        help="admin token (default $LDPTEL_ADMIN_TOKEN; if unset, a random one is printed)",
-    )
-    serve.add_argument(
-        "--analyst-token",
-        default=os.environ.get("LDPTEL_ANALYST_TOKEN"),
-        help="token that may read window reports (default $LDPTEL_ANALYST_TOKEN; none: admin only)",
-    )
+    serve.add_argument("--workers", type=int, help="worker processes ($LDPTEL_WORKERS, else 2)")
+    serve.add_argument("--threads", type=int, help="threads per worker ($LDPTEL_THREADS, else 8)")
     serve.add_argument(
         "--rate-limit",
         type=int,
-        default=1000,
         metavar="N",
-        help="requests per second per ingest token (0 = unlimited; default 1000)",
+        help="requests per second per ingest token (0 = unlimited; $LDPTEL_RATE_LIMIT, else 1000)",
+    )
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        help="where the private Redis and a generated admin token live ($LDPTEL_DATA_DIR, "
+        "else ./.ldptel)",
     )
 
-    token = sub.add_parser("token", help="create or revoke an app's ingest token")
+    token = sub.add_parser("token", help="create, list or revoke ingest tokens")
     token_sub = token.add_subparsers(dest="token_action", metavar="ACTION", required=True)
     create = token_sub.add_parser("create", help="create an ingest token (printed once)")
     create.add_argument("app", help="the app's name")
+    listing = token_sub.add_parser("list", help="every token's id and app (never the token)")
     revoke = token_sub.add_parser("revoke", help="revoke an ingest token")
-    revoke.add_argument("token")
+    which = revoke.add_mutually_exclusive_group(required=True)
+    which.add_argument("token", nargs="?", help="the token itself")
+    which.add_argument("--id", help="a token id from `token list` (or a unique prefix of it)")
+    which.add_argument("--app", help="revoke every token of this app")
 
-    campaign = sub.add_parser("campaign", help="create or retire a campaign")
+    campaign = sub.add_parser("campaign", help="create, list or retire campaigns")
     campaign_sub = campaign.add_subparsers(dest="campaign_action", metavar="ACTION", required=True)
     make = campaign_sub.add_parser("create", help="store a config and make it active")
     make.add_argument("file", type=Path, help="campaign config JSON (docs/protocol.md)")
+    campaigns = campaign_sub.add_parser("list", help="every campaign: state, oracle, config")
     retire = campaign_sub.add_parser("retire", help="reject all reports of a campaign")
     retire.add_argument("name")
 
-    for command in (create, revoke, make, retire):
-        command.add_argument("--redis-url", default=None, help="Redis of the collector")
+    for command in (create, listing, revoke, make, campaigns, retire):
+        add_redis_argument(command)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,55 +95,69 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from ldptel.collector.serve import ServeOptions, serve
-    from ldptel.collector.settings import CollectorConfig
+    from ldptel.collector.settings import CollectorConfig, from_env
+    from ldptel.store import logs
 
-    admin_token = args.admin_token
-    if not admin_token:
-        admin_token = secrets.token_urlsafe(24)
-        print(f"ldptel collector: admin token for this run: {admin_token}", file=sys.stderr)
-    config = CollectorConfig(
-        admin_token=admin_token, analyst_token=args.analyst_token, rate_limit=args.rate_limit
-    ).checked()
-    options = ServeOptions(
-        host=args.host, port=args.port, workers=args.workers, threads=args.threads
-    )
-    return serve(config, options, redis_url=args.redis_url)
+    logs.configure()
+    config = CollectorConfig.from_environ(os.environ)
+    if args.rate_limit is not None:
+        config = replace(config, rate_limit=args.rate_limit).checked()
+    flags = {
+        name: value
+        for name in ("host", "port", "workers", "threads", "data_dir")
+        if (value := getattr(args, name)) is not None
+    }
+    options = replace(from_env(ServeOptions, os.environ, ServeOptions()), **flags)
+    if config.admin_token is None:
+        options.data_dir.mkdir(parents=True, exist_ok=True)
+        config = replace(config, admin_token=_generated_admin_token(options.data_dir))
+    redis_url = args.redis_url or os.environ.get("LDPTEL_REDIS_URL") or None
+    return serve(config, options, redis_url=redis_url)
 
 
-def _redis(url: str | None) -> Any:
-    from ldptel.cli.main import CliError
-    from ldptel.collector.serve import DATA_DIR, REDIS_URL_FILE
-
-    url = url or os.environ.get("LDPTEL_REDIS_URL")
-    url_file = DATA_DIR / REDIS_URL_FILE
-    if not url and url_file.exists():
-        url = url_file.read_text().strip()
-    if not url:
-        raise CliError(
-            "no Redis: pass --redis-url, set LDPTEL_REDIS_URL, or run `ldptel collector serve` "
-            "in this directory"
-        )
-    from ldptel.store.connection import connect
-
-    return connect(url)
+def _generated_admin_token(data_dir: Path) -> str:
+    """A random admin token in `data_dir`/admin-token (owner-only), for a first try without
+    LDPTEL_ADMIN_TOKEN; the log names the file, never the token."""
+    path = data_dir / ADMIN_TOKEN_FILE
+    token = secrets.token_urlsafe(24)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(token + "\n")
+    log.warning("no LDPTEL_ADMIN_TOKEN or LDPTEL_ADMIN_TOKEN_FILE: admin token written to %s", path)
+    return token
 
 
 def _token(args: argparse.Namespace) -> int:
     from ldptel.cli.main import CliError
-    from ldptel.collector.auth import create_token, revoke_token
+    from ldptel.collector.auth import create_token, list_tokens, revoke_digest, token_hash
     from ldptel.collector.errors import ApiError
 
-    client = _redis(args.redis_url)
+    client = redis_client(args.redis_url)
     if args.token_action == "create":
         try:
             print(create_token(client, args.app))
         except ApiError as error:
             raise CliError(f"{error.field}: {error.reason}") from error
         return 0
-    if not revoke_token(client, args.token):
+    if args.token_action == "list":
+        for record in list_tokens(client):
+            print(f"{record.id}  {record.app}")
+        return 0
+    if args.token:
+        digests = [token_hash(args.token)]
+    elif args.app:
+        digests = [t.sha256 for t in list_tokens(client) if t.app == args.app]
+    else:
+        digests = [t.sha256 for t in list_tokens(client) if t.sha256.startswith(args.id.lower())]
+        if len(digests) > 1:
+            raise CliError(f"token id {args.id!r} is ambiguous: give more of it")
+    revoked = sum(revoke_digest(client, digest) for digest in digests)
+    if not revoked:
         raise CliError("no such token")
-    print("revoked")
+    print(f"revoked {revoked} token{'s' if revoked > 1 else ''}")
     return 0
 
 
@@ -142,7 +166,16 @@ def _campaign(args: argparse.Namespace) -> int:
     from ldptel.client.campaign import CampaignConfig
     from ldptel.store.registry import CampaignRetiredError, Registry
 
-    registry = Registry(_redis(args.redis_url))
+    registry = Registry(redis_client(args.redis_url))
+    if args.campaign_action == "list":
+        for name in registry.names():
+            campaign = registry.campaign(name, fresh=True)
+            config = registry.current_config(name)
+            if campaign is not None and config is not None:
+                state = "retired" if campaign.retired else "active"
+                print(f"{name}  {state}  {config.oracle}  epsilon={config.epsilon:g}  "
+                      f"d={len(config.domain)}  config_id={campaign.config_id}")  # fmt: skip
+        return 0
     if args.campaign_action == "retire":
         if not registry.retire(args.name):
             raise CliError(f"unknown campaign {args.name!r}")

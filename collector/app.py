@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 import traceback
 from collections.abc import Mapping
@@ -28,6 +26,7 @@ from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.collector.ingest import Ingestor, check_idempotency_key, parse_batch
 from ldptel.collector.reports_api import register_reports_api
 from ldptel.collector.settings import CollectorConfig, as_config
+from ldptel.store import logs
 from ldptel.store.connection import connect as redis_connect
 from ldptel.store.registry import CampaignRetiredError, Registry
 
@@ -98,12 +97,10 @@ def _collector() -> Collector:
 
 
 def _configure_logging() -> None:
-    """One JSON object per line on stderr, unless the host application set up logging."""
+    """JSON lines on stderr (store/logs.py), unless the host application set up logging."""
     for logger in (ACCESS_LOG, ERROR_LOG):
         if not logger.handlers:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("%(message)s"))
-            logger.addHandler(handler)
+            logger.addHandler(logs.json_handler())
             logger.setLevel(logging.INFO)
             logger.propagate = False
 
@@ -147,7 +144,7 @@ def _register_hooks(app: Flask) -> None:
                 "ms": round(seconds * 1000, 3),
                 **state.get("log", {}),
             }
-            ACCESS_LOG.info(json.dumps(line, separators=(",", ":")))
+            ACCESS_LOG.info(line)
         return response
 
 
@@ -177,7 +174,7 @@ def _register_errors(app: Flask) -> None:
     @app.errorhandler(RedisClusterException)
     def redis_error(error: Exception) -> tuple[Response, int, dict[str, str]]:
         metrics.REDIS_ERRORS.inc()
-        ERROR_LOG.warning(json.dumps({"event": "redis_error", "type": type(error).__name__}))
+        ERROR_LOG.warning({"event": "redis_error", "type": type(error).__name__})
         return _error_response(unavailable(_collector().config.retry_after_seconds))
 
     @app.errorhandler(Exception)
@@ -185,9 +182,7 @@ def _register_errors(app: Flask) -> None:
         # A bug: log where it happened (traceback frames, not the message, which could
         # quote request data) and answer JSON, never an HTML page.
         frames = "".join(traceback.format_tb(error.__traceback__))
-        ERROR_LOG.error(
-            json.dumps({"event": "unexpected", "type": type(error).__name__, "at": frames})
-        )
+        ERROR_LOG.error({"event": "unexpected", "type": type(error).__name__, "at": frames})
         return _error_response(ApiError(500, "server", "internal error", code="internal"))
 
 

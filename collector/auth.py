@@ -41,7 +41,7 @@ def create_token(redis: Any, app: str) -> str:
 
 def revoke_token(redis: Any, token: str) -> bool:
     """Delete an ingest token; False if it did not exist."""
-    return bool(redis.delete(keys.token(token_hash(token))))
+    return revoke_digest(redis, token_hash(token))
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -155,3 +155,32 @@ class IngestAuth:
                 self._known = {k: v for k, v in self._known.items() if v[0] > now}
             self._known[digest] = (now + self.cache_seconds, name)
         return Caller(name, digest)
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """An ingest token as Redis knows it: its app and SHA-256; `id` is the digest's first
+    12 hex digits, enough to name it in `token list` and `token revoke --id`."""
+
+    app: str
+    sha256: str
+
+    @property
+    def id(self) -> str:
+        return self.sha256[:12]
+
+
+def list_tokens(redis: Any) -> list[TokenRecord]:
+    """Every ingest token's record, by app then id (SCAN: an admin command, not a hot path;
+    a cluster client scans every master)."""
+    records = []
+    for key in redis.scan_iter(match=keys.token("*"), count=1000):
+        app, digest = redis.hmget(key, "app", "sha256")
+        if app is not None and digest is not None:
+            records.append(TokenRecord(app.decode(), digest.decode()))
+    return sorted(records, key=lambda record: (record.app, record.sha256))
+
+
+def revoke_digest(redis: Any, digest: str) -> bool:
+    """Delete the ingest token with this SHA-256; False if it did not exist."""
+    return bool(redis.delete(keys.token(digest)))

@@ -7,9 +7,9 @@ SIGTERM is a graceful stop: gunicorn stops accepting, lets workers finish in-fli
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,10 +20,10 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from ldptel.collector.settings import CollectorConfig
+from ldptel.store import logs
+from ldptel.store.redis_server import DATA_DIR, REDIS_URL_FILE
 
-#: Where `serve` keeps the private Redis (and tells other commands its URL).
-DATA_DIR = Path(".ldptel")
-REDIS_URL_FILE = "redis.url"
+log = logging.getLogger("ldptel.collector")
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ class ServeOptions:
     threads: int = 8
     graceful_timeout: int = 30
     data_dir: Path = DATA_DIR
+
+
+def _when_ready(server: Any) -> None:
+    log.info("collector listening on %s", ", ".join(f"http://{a}" for a in server.cfg.bind))
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -65,11 +69,20 @@ class CollectorApplication(BaseApplication):  # type: ignore[misc]
             "accesslog": None,  # the app writes its own JSON line, without client addresses
             "errorlog": "-",
             "loglevel": "warning",
+            "logconfig_dict": logs.gunicorn_logconfig(),  # JSON lines, as the app's
+            "when_ready": _when_ready,
             "child_exit": _child_exit,
             "proc_name": "ldptel-collector",
         }
         for key, value in settings.items():
             self.cfg.set(key, value)
+        if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 25: no admin socket
+            self.cfg.set("control_socket_disable", True)  # in $HOME (read-only in containers)
+        # $GUNICORN_CMD_ARGS last, as gunicorn's own command does: it overrides the above.
+        env_args = self.cfg.parser().parse_args(self.cfg.get_cmd_args_from_env())
+        for key, value in vars(env_args).items():
+            if value is not None and key != "args":
+                self.cfg.set(key.lower(), value)
 
     def load(self) -> Any:
         from ldptel.collector.app import create_app
@@ -116,7 +129,7 @@ def serve(config: CollectorConfig, options: ServeOptions, *, redis_url: str | No
             return _run(replace(config, redis_url=redis_url), options)
         options.data_dir.mkdir(parents=True, exist_ok=True)
         with private_redis(options.data_dir) as url:
-            print(f"ldptel collector: private Redis at {url}", file=sys.stderr)
+            log.info("private Redis at %s", url)
             return _run(replace(config, redis_url=url), options)
 
 

@@ -1,14 +1,70 @@
-"""The collector's settings: one frozen object, built from keyword arguments or a mapping."""
+"""The collector's settings: one frozen object, built from keyword arguments, a mapping or
+the environment (`LDPTEL_<FIELD>`, derived from the fields, so a new field gets its variable)."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from ldptel.client.errors import ParameterError
 
 DAY = 86_400
+ENV_PREFIX = "LDPTEL_"
+#: Settings that are secrets: also read from the file named by `LDPTEL_<FIELD>_FILE` (Docker
+#: and Kubernetes secrets are files), so they never appear on a command line (`ps`).
+SECRETS = frozenset({"admin_token", "analyst_token"})
+
+Settings = TypeVar("Settings")
+
+
+def env_name(field_name: str) -> str:
+    return ENV_PREFIX + field_name.upper()
+
+
+def _parse(name: str, kind: Any, text: str) -> Any:
+    """One environment value as the field's type (int, float, bool, str, Path, or X | None)."""
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    if args:  # X | None: an empty value means None
+        return None if text == "" else _parse(name, args[0], text)
+    try:
+        if kind is bool:
+            if text.lower() not in {"1", "0", "true", "false", "yes", "no"}:
+                raise ValueError(text)
+            return text.lower() in {"1", "true", "yes"}
+        return kind(text)
+    except ValueError:
+        type_name = getattr(kind, "__name__", str(kind))
+        raise ParameterError(env_name(name), f"must be {type_name}, got {text!r}") from None
+
+
+def read_secret_file(variable: str, path: str) -> str:
+    """A secret from a file (trailing newline stripped); a missing or empty file is an error."""
+    try:
+        secret = Path(path).read_text().strip()
+    except OSError as error:
+        raise ParameterError(variable, f"cannot read {path}: {error.strerror}") from None
+    if not secret:
+        raise ParameterError(variable, f"{path} is empty")
+    return secret
+
+
+def from_env(cls: type[Settings], environ: Mapping[str, str], base: Settings) -> Settings:
+    """`base` with every field that has an `LDPTEL_<FIELD>` variable (or, for a secret,
+    `LDPTEL_<FIELD>_FILE`) replaced by its value."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for item in fields(cls):  # type: ignore[arg-type]
+        variable = env_name(item.name)
+        if item.name in SECRETS and environ.get(variable + "_FILE"):
+            if environ.get(variable):
+                raise ParameterError(variable, f"set {variable} or {variable}_FILE, not both")
+            values[item.name] = read_secret_file(variable + "_FILE", environ[variable + "_FILE"])
+        elif variable in environ:
+            values[item.name] = _parse(item.name, hints[item.name], environ[variable])
+    return replace(base, **values)  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)
@@ -49,6 +105,12 @@ class CollectorConfig:
         if unknown:
             raise ParameterError(unknown[0], "unknown collector setting")
         return replace(cls(), **dict(data)).checked()
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> CollectorConfig:
+        """Defaults, overridden by `LDPTEL_<FIELD>` variables (`LDPTEL_RATE_LIMIT=0`,
+        `LDPTEL_ADMIN_TOKEN_FILE=/run/secrets/admin_token`, ...)."""
+        return from_env(cls, environ, cls()).checked()
 
     def checked(self) -> CollectorConfig:
         """Self, after range checks that name the setting at fault."""

@@ -17,6 +17,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+#: Where `ldptel collector serve` keeps its private Redis ($LDPTEL_DATA_DIR, else ./.ldptel),
+#: and the file in it that tells the other `ldptel` commands that server's URL while it runs.
+DATA_DIR = Path(".ldptel")
+REDIS_URL_FILE = "redis.url"
+
 
 class RedisServerError(RuntimeError):
     """No redis-server binary could be found or started."""

@@ -21,7 +21,7 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
     ),
     "aggregator": (
         {"client", "store", "aggregator"},
-        {"numpy", "scipy", "redis", "matplotlib"},
+        {"numpy", "scipy", "redis", "prometheus_client"},
     ),
     "analysis": ({"client", "analysis"}, {"numpy"}),
     "cli": (

@@ -80,7 +80,7 @@ def copy_sources(target: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for folder in (*PACKAGES, "ldptel"):
         shutil.copytree(REPO / folder, target / folder, ignore=ignore, symlinks=True)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, target / name)
 
 
@@ -89,12 +89,18 @@ def test_the_wheel_installs_alone_and_every_module_imports_from_it(tmp_path: Pat
     source, dist, venv, work = (tmp_path / d for d in ("src", "dist", "venv", "work"))
     copy_sources(source)
     work.mkdir()
-    run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", dist, source,
-        cwd=source)  # fmt: skip
+    built = run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", dist,
+                source, cwd=source)  # fmt: skip
+    # PEP 639 metadata: setuptools prints no deprecation box, the wheel carries the licence.
+    assert "deprecat" not in (built.stdout + built.stderr).lower()
     [wheel] = dist.glob("ldptel-*.whl")
     members = set(zipfile.ZipFile(wheel).namelist())
     missing = [f for f in DATA_FILES if f not in members]
     assert not missing, f"data files missing from the wheel: {missing}"
+    [metadata] = [m for m in members if m.endswith(".dist-info/METADATA")]
+    headers = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "License-Expression: Apache-2.0" in headers and "License-File: LICENSE" in headers
+    assert any(m.endswith(".dist-info/licenses/LICENSE") for m in members)
 
     run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=work)
     python = venv / "bin" / "python"
@@ -120,6 +126,8 @@ def test_the_wheel_installs_alone_and_every_module_imports_from_it(tmp_path: Pat
 
     usage = run(venv / "bin" / "ldptel", "--help", cwd=work).stdout
     assert "collector" in usage
+    version = run(venv / "bin" / "ldptel", "--version", cwd=work).stdout
+    assert version.strip() == "ldptel 0.1.0"
 
 
 def test_every_source_folder_is_a_listed_package() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from collector_api import Api, batch, serve
 
+from ldptel.store.logs import JsonFormatter
 from ldptel.store.redis_server import free_port
 
 Campaign = tuple[str, str]
@@ -25,6 +26,7 @@ FORWARDED = "203.0.113.77"
 def access_log() -> Iterator[io.StringIO]:
     lines = io.StringIO()
     handler = logging.StreamHandler(lines)
+    handler.setFormatter(JsonFormatter())
     logger = logging.getLogger("ldptel.collector.access")
     logger.addHandler(handler)
     yield lines
@@ -64,8 +66,8 @@ def test_nothing_identifying_is_stored_or_logged(
         assert secret.encode() not in stored, secret
     logged = access_log.getvalue()
     line = json.loads(logged.strip().splitlines()[-1])
-    assert set(line) <= {"method", "path", "status", "ms", "campaign", "reports", "accepted",
-                         "duplicate", "error"}  # fmt: skip
+    assert set(line) <= {"time", "level", "logger", "method", "path", "status", "ms", "campaign",
+                         "reports", "accepted", "duplicate", "error"}  # fmt: skip
     for secret in (USER_AGENT, FORWARDED, "127.0.0.1", token, '"y"'):
         assert secret not in logged, secret
 

@@ -1,0 +1,183 @@
+"""Observability of `ldptel aggregator run --every`: Prometheus metrics and the health
+endpoints the probes call, served by a small HTTP server thread inside the worker process.
+
+    GET /metrics  Prometheus text (the metrics below)
+    GET /healthz  200 while the loop makes progress (a step or a pass ended within
+                  `stale_seconds`), else 503: the liveness probe
+    GET /readyz   200 once a pass succeeded and none failed since, else 503 (Redis down):
+                  the readiness probe
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from ldptel.store import keys
+from ldptel.store.registry import Registry
+
+if TYPE_CHECKING:
+    from ldptel.aggregator.worker import PassStats
+
+log = logging.getLogger("ldptel.aggregator")
+#: Upper end of a stream id's sequence number (Redis ids are two unsigned 64-bit numbers).
+MAX_SEQ = 2**64 - 1
+
+
+def unapplied_entries(client: Any, name: str, shard: int) -> int:
+    """Entries of a shard's stream after its checkpoint, exactly, in two reads per window.
+
+    The ingest script numbers the entries of one id millisecond consecutively (`<ms>-0`,
+    `<ms>-1`, ...; collector/ingest.py), and trimming never passes the checkpoint, so each
+    millisecond group after the checkpoint holds last seq - first seq + 1 entries."""
+    stream = keys.stream(name, shard)
+    checkpoint = client.get(keys.checkpoint(name, shard))
+    start = "(" + checkpoint.decode() if checkpoint is not None else "-"
+    total = 0
+    while first := client.xrange(stream, min=start, max="+", count=1):
+        ms, first_seq = (int(part) for part in first[0][0].decode().split("-"))
+        [(last_id, _)] = client.xrevrange(stream, max=f"{ms}-{MAX_SEQ}", min=f"{ms}-0", count=1)
+        total += int(last_id.decode().split("-")[1]) - first_seq + 1
+        start = f"({ms}-{MAX_SEQ}"
+    return total
+
+
+@dataclass
+class AggregatorMetrics:
+    """The worker's metrics, in a registry of their own (one worker per process)."""
+
+    stale_seconds: float
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    started: float = field(default_factory=time.time)
+    last_progress: float = field(default_factory=time.monotonic)
+    ready: bool = False
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.pass_seconds = Histogram(
+            "ldptel_aggregator_pass_seconds",
+            "Duration of a pass over all shards (draining, then building reports).",
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900),
+            registry=r,
+        )
+        self.passes_failed = Counter(
+            "ldptel_aggregator_passes_failed", "Passes that Redis failed (retried).", registry=r
+        )
+        self.entries = Counter(
+            "ldptel_aggregator_entries_applied", "Stream entries applied.", registry=r
+        )
+        self.reports = Counter(
+            "ldptel_aggregator_reports_applied", "Reports applied (in those entries).", registry=r
+        )
+        self.quarantined = Counter(
+            "ldptel_aggregator_entries_quarantined",
+            "Stream entries set aside as undecodable (counted in no estimate).",
+            registry=r,
+        )
+        self.lag = Gauge(
+            "ldptel_aggregator_lag_entries",
+            "Stream entries not yet applied, per campaign shard, after the last pass.",
+            ["campaign", "shard"],
+            registry=r,
+        )
+        self.last_success = Gauge(
+            "ldptel_aggregator_last_success_timestamp_seconds",
+            "Unix time at which the last successful pass ended.",
+            registry=r,
+        )
+
+    def progress(self) -> None:
+        """A step or pass ended: the loop is alive."""
+        self.last_progress = time.monotonic()
+
+    def passed(self, seconds: float, stats: PassStats) -> None:
+        self.pass_seconds.observe(seconds)
+        self.entries.inc(stats.entries)
+        self.reports.inc(stats.reports)
+        self.quarantined.inc(stats.quarantined)
+        self.last_success.set(time.time())
+        self.ready = True
+        self.progress()
+
+    def failed(self) -> None:
+        self.passes_failed.inc()
+        self.ready = False
+        self.progress()
+
+    def measure_lag(self, client: Any, registry: Registry) -> None:
+        """Set the lag gauge of every shard of every campaign."""
+        for name in registry.names():
+            for shard in range(registry.shard_count(name)):
+                self.lag.labels(name, str(shard)).set(unapplied_entries(client, name, shard))
+
+    def alive(self) -> bool:
+        return time.monotonic() - self.last_progress <= self.stale_seconds
+
+
+class HealthServer:
+    """/metrics, /healthz and /readyz of one worker on (host, port), in a daemon thread."""
+
+    def __init__(self, metrics: AggregatorMetrics, host: str, port: int) -> None:
+        self.metrics = metrics
+        self.server = ThreadingHTTPServer((host, port), _handler(metrics))
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, name="ldptel-aggregator-health", daemon=True
+        )
+
+    @property
+    def address(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> HealthServer:
+        self.thread.start()
+        log.info("aggregator health and metrics listening on %s", self.address)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _handler(metrics: AggregatorMetrics) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/metrics":
+                self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+            elif self.path == "/healthz":
+                self._status(metrics.alive(), "loop stalled")
+            elif self.path == "/readyz":
+                self._status(metrics.ready, "no successful pass yet, or the last one failed")
+            else:
+                self._send(404, b'{"error": {"field": "path", "reason": "not found"}}')
+
+        def _status(self, ok: bool, reason: str) -> None:
+            body = {"status": "ok"} if ok else {"status": "unavailable", "reason": reason}
+            self._send(200 if ok else 503, json.dumps(body).encode())
+
+        def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """No access log: probes every few seconds would drown the worker's lines."""
+
+    return Handler

@@ -1,0 +1,80 @@
+"""One log format for every ldptel service (collector, its gunicorn, the aggregator): one JSON
+object per line on stderr with `time` (UTC, ISO 8601, milliseconds), `level`, `logger`, then
+either `message` or the fields of a mapping logged as the message (`log.info({"event": ...})`),
+so a log shipper needs no parser per service."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+#: The level of every ldptel logger unless told otherwise (INFO, WARNING, ...).
+LEVEL_VARIABLE = "LDPTEL_LOG_LEVEL"
+
+
+class JsonFormatter(logging.Formatter):
+    """A record as one JSON line: time, level, logger, then the message or its fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+        }
+        if isinstance(record.msg, Mapping):
+            line.update(record.msg)
+        else:
+            line["message"] = record.getMessage()
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, separators=(",", ":"), default=str)
+
+
+def json_handler() -> logging.Handler:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    return handler
+
+
+def level(default: str = "INFO") -> str:
+    """$LDPTEL_LOG_LEVEL, else `default`; an unknown name is an error naming the variable."""
+    name = os.environ.get(LEVEL_VARIABLE, default).upper()
+    if not isinstance(logging.getLevelName(name), int):
+        from ldptel.client.errors import ParameterError
+
+        raise ParameterError(LEVEL_VARIABLE, f"unknown log level {name!r}")
+    return name
+
+
+def configure(default_level: str = "INFO") -> None:
+    """JSON lines on stderr for the root logger (so every library's records share the format),
+    at $LDPTEL_LOG_LEVEL or `default_level`. Replaces handlers set earlier in this process."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(json_handler())
+    root.setLevel(level(default_level))
+
+
+def gunicorn_logconfig(default_level: str = "INFO") -> dict[str, Any]:
+    """gunicorn's `logconfig_dict`: its error log and ours as JSON lines on stderr."""
+    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
+        "handlers": {"console": handler, "error_console": handler},
+        "root": {"level": level(default_level), "handlers": ["console"]},
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
+            # Off: its lines carry the client's address (the app logs each request itself).
+            "gunicorn.access": {"level": "CRITICAL", "handlers": [], "propagate": False},
+        },
+    }

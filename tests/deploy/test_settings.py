@@ -1,0 +1,74 @@
+"""Every setting has one environment variable, derived from the settings' fields, documented
+in the one table of docs/operations.md; secrets come from the environment or a file."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from deploy_kit import ROOT, documented_variables
+
+from ldptel.client.errors import ParameterError
+from ldptel.collector.serve import ServeOptions
+from ldptel.collector.settings import CollectorConfig, env_name, from_env
+
+
+def test_every_collector_setting_has_a_documented_variable() -> None:
+    fields = [f.name for f in dataclasses.fields(CollectorConfig)]
+    fields += [f.name for f in dataclasses.fields(ServeOptions)]
+    missing = {env_name(name) for name in fields} - documented_variables()
+    assert missing == set()
+
+
+def test_every_variable_the_code_reads_is_documented() -> None:
+    named = set()
+    for folder in ("cli", "collector", "aggregator", "store"):
+        for path in (ROOT / folder).rglob("*.py"):
+            named |= set(re.findall(r"\bLDPTEL_[A-Z_]*[A-Z]\b", path.read_text()))
+    # env_name() builds the collector's from field names: those are checked above.
+    named -= {"LDPTEL_"}
+    assert named - documented_variables() == set()
+
+
+def test_variables_set_every_kind_of_setting() -> None:
+    environ = {
+        "LDPTEL_RATE_LIMIT": "0",
+        "LDPTEL_TOKEN_CACHE_SECONDS": "0.5",
+        "LDPTEL_MAX_BODY_BYTES": "1024",
+        "LDPTEL_ANALYST_TOKEN": "",  # empty: none
+        "LDPTEL_REDIS_URL": "redis://redis:6379/0",
+    }
+    config = CollectorConfig.from_environ(environ)
+    assert (config.rate_limit, config.token_cache_seconds, config.max_body_bytes) == (0, 0.5, 1024)
+    assert config.analyst_token is None and config.redis_url == "redis://redis:6379/0"
+    options = from_env(
+        ServeOptions, {"LDPTEL_PORT": "9000", "LDPTEL_DATA_DIR": "/d"}, ServeOptions()
+    )
+    assert (options.port, options.data_dir, options.workers) == (9000, Path("/d"), 2)
+
+
+@pytest.mark.parametrize(
+    ("environ", "variable"),
+    [
+        ({"LDPTEL_RATE_LIMIT": "many"}, "LDPTEL_RATE_LIMIT"),
+        ({"LDPTEL_TOKEN_CACHE_SECONDS": "-1"}, "token_cache_seconds"),
+        ({"LDPTEL_ADMIN_TOKEN_FILE": "/nonexistent/token"}, "LDPTEL_ADMIN_TOKEN_FILE"),
+        ({"LDPTEL_ADMIN_TOKEN": "a", "LDPTEL_ADMIN_TOKEN_FILE": "/x"}, "LDPTEL_ADMIN_TOKEN"),
+    ],
+)
+def test_a_bad_variable_is_an_error_naming_it(environ: dict[str, str], variable: str) -> None:
+    with pytest.raises(ParameterError) as error:
+        CollectorConfig.from_environ(environ)
+    assert error.value.field == variable
+
+
+def test_a_secret_comes_from_its_file(tmp_path: Path) -> None:
+    secret = tmp_path / "admin_token"
+    secret.write_text("s3cret-admin-token\n")
+    config = CollectorConfig.from_environ({"LDPTEL_ADMIN_TOKEN_FILE": str(secret)})
+    assert config.admin_token == "s3cret-admin-token"
+    secret.write_text("\n")
+    with pytest.raises(ParameterError, match="empty"):
+        CollectorConfig.from_environ({"LDPTEL_ADMIN_TOKEN_FILE": str(secret)})
