@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 def unreachable_redis_errors() -> tuple[type[BaseException], ...]:
     """What redis-py raises when Redis cannot be reached (nothing if redis was never imported:
     client-only commands do not import it)."""
-    if "redis" not in sys.modules:
+    if sys.modules.get("redis") is None:
         return ()
     from redis.exceptions import ConnectionError, RedisClusterException, TimeoutError
 

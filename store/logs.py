@@ -37,10 +37,25 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, separators=(",", ":"), default=str)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """JSON lines to whatever sys.stderr is when a record is written (a test or a host
+    application may swap it after the handler was made)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.setFormatter(JsonFormatter())
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        """Ignored: the stream is always the current sys.stderr."""
+
+
 def json_handler() -> logging.Handler:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    return handler
+    return StderrHandler()
 
 
 def level(default: str = "INFO") -> str:
@@ -55,9 +70,9 @@ def level(default: str = "INFO") -> str:
 
 def configure(default_level: str = "INFO") -> None:
     """JSON lines on stderr for the root logger (so every library's records share the format),
-    at $LDPTEL_LOG_LEVEL or `default_level`. Replaces handlers set earlier in this process."""
+    at $LDPTEL_LOG_LEVEL or `default_level`; calling it again replaces its own handler only."""
     root = logging.getLogger()
-    for handler in list(root.handlers):
+    for handler in [h for h in root.handlers if isinstance(h, StderrHandler)]:
         root.removeHandler(handler)
     root.addHandler(json_handler())
     root.setLevel(level(default_level))
