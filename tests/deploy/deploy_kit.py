@@ -64,6 +64,11 @@ def ldptel_commands() -> dict[str, list[str]]:
     for path in UNITS:
         [exec_start] = unit_settings(path)["ExecStart"]
         found[f"systemd:{path.name}"] = shlex.split(exec_start)[1:]
+    for number, line in enumerate((DEPLOY / "aggregator.cron").read_text().splitlines()):
+        if "$LDPTEL " in line and not line.startswith("#"):
+            # A command substitution stands for one value.
+            command = re.sub(r"\$\([^)]*\)", "VALUE", line.split("$LDPTEL ", 1)[1])
+            found[f"cron:{number + 1}"] = shlex.split(command)
     return found
 
 
