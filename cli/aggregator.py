@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.health_port < 65536:
         raise ParameterError("health_port", "must be a port number (0 = off)")
     every = None if args.once else parse_duration(args.every)
-    logs.configure("WARNING" if args.quiet else "INFO")
+    logs.configure("WARNING" if args.quiet else None)
     client = redis_client(args.redis_url)
     worker = Worker(
         client,

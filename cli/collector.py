@@ -34,7 +34,14 @@ ADMIN_TOKEN_FILE = "admin-token"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    serve = sub.add_parser("serve", help="run the collector under gunicorn")
+    serve = sub.add_parser(
+        "serve",
+        help="run the collector under gunicorn",
+        description="Run the collector under gunicorn. The admin and analyst tokens come from "
+        "$LDPTEL_ADMIN_TOKEN / $LDPTEL_ADMIN_TOKEN_FILE and $LDPTEL_ANALYST_TOKEN / "
+        "$LDPTEL_ANALYST_TOKEN_FILE, never from a flag; every setting has an LDPTEL_* "
+        "variable and $GUNICORN_CMD_ARGS passes gunicorn settings (docs/operations.md).",
+    )
     serve.add_argument("--host", help="address to bind ($LDPTEL_HOST, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port ($LDPTEL_PORT, else 8080)")
     serve.add_argument(

@@ -101,7 +101,7 @@ def _configure_logging() -> None:
     for logger in (ACCESS_LOG, ERROR_LOG):
         if not logger.handlers:
             logger.addHandler(logs.json_handler())
-            logger.setLevel(logging.INFO)
+            logger.setLevel(logs.level())  # $LDPTEL_LOG_LEVEL, else INFO
             logger.propagate = False
 
 

@@ -134,8 +134,14 @@ def serve(config: CollectorConfig, options: ServeOptions, *, redis_url: str | No
 
 
 def _run(config: CollectorConfig, options: ServeOptions) -> int:
+    arbiter = os.getpid()
     try:
         CollectorApplication(config, options).run()
     except SystemExit as stop:  # gunicorn's arbiter exits through sys.exit
+        if os.getpid() != arbiter:
+            # A forked worker leaving (stop, timeout, max-requests) unwinds through this frame
+            # too: it must not run the arbiter's cleanup (stop the private Redis, delete the
+            # metrics directory) under the workers that stay.
+            os._exit(int(stop.code or 0))
         return int(stop.code or 0)
     return 0

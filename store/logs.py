@@ -68,14 +68,15 @@ def level(default: str = "INFO") -> str:
     return name
 
 
-def configure(default_level: str = "INFO") -> None:
+def configure(level_name: str | None = None) -> None:
     """JSON lines on stderr for the root logger (so every library's records share the format),
-    at $LDPTEL_LOG_LEVEL or `default_level`; calling it again replaces its own handler only."""
+    at `level_name` if given (a flag such as --quiet), else $LDPTEL_LOG_LEVEL, else INFO;
+    calling it again replaces its own handler only."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, StderrHandler)]:
         root.removeHandler(handler)
     root.addHandler(json_handler())
-    root.setLevel(level(default_level))
+    root.setLevel(level_name or level())
 
 
 def gunicorn_logconfig(default_level: str = "INFO") -> dict[str, Any]:

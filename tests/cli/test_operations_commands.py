@@ -154,8 +154,8 @@ def test_serve_from_the_environment_keeps_its_admin_token_out_of_the_log(tmp_pat
     finally:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 0
     log = stderr.decode()
+    assert process.returncode == 0, log
     assert admin_token not in log
     lines = [json.loads(line) for line in log.splitlines()]
     messages = [line.get("message", "") for line in lines]

@@ -1,0 +1,70 @@
+"""`ldptel collector serve` outlives its workers: a worker that leaves (a timeout, a
+max-requests recycle, a SIGTERM of its own) is replaced, and the private Redis, its
+redis.url and the multiprocess metrics stay with the arbiter (a forked worker unwinds through
+the arbiter's frames; it must not run their cleanup)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import requests
+from collector_api import wait_until_up
+
+from ldptel.store.redis_server import free_port
+
+
+def worker_pids(arbiter: int) -> set[int]:
+    """The arbiter's Python children (its gunicorn workers; not its redis-server)."""
+    pids = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[1]) == arbiter and b"redis-server" not in command:
+            pids.add(int(stat.parent.name))
+    return pids
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_a_worker_leaving_leaves_the_collector_and_its_redis_running(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDPTEL_")}
+    env["LDPTEL_ADMIN_TOKEN"] = "workers-admin-token-123456"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
+         "--workers", "2", "--threads", "2"],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_until_up(url, process)
+        wait_for(lambda: len(worker_pids(process.pid)) == 2)
+        first, *_ = sorted(worker_pids(process.pid))
+        os.kill(first, signal.SIGTERM)
+        wait_for(lambda: first not in worker_pids(process.pid)
+                 and len(worker_pids(process.pid)) == 2)  # fmt: skip
+        for _ in range(10):  # whichever worker answers, Redis and metrics are there
+            assert requests.get(f"{url}/readyz", timeout=5).status_code == 200
+            assert requests.get(f"{url}/metrics", timeout=5).status_code == 200
+        assert (tmp_path / ".ldptel" / "redis.url").exists()
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr.decode()[-2000:]

@@ -1,0 +1,49 @@
+"""One log format for every service (store/logs.py): JSON lines with time, level and logger;
+gunicorn's own lines share it, and its access log (client addresses) stays off."""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.config
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from ldptel.client.errors import ParameterError
+from ldptel.store import logs
+
+
+def test_a_record_is_one_json_line_with_time_level_and_logger() -> None:
+    formatter = logs.JsonFormatter()
+    plain = logging.LogRecord("ldptel.x", logging.WARNING, __file__, 1, "%d shards", (3,), None)
+    event = logging.LogRecord("ldptel.y", logging.INFO, __file__, 1, {"status": 202}, (), None)
+    line = json.loads(formatter.format(plain))
+    assert (line["level"], line["logger"], line["message"]) == ("WARNING", "ldptel.x", "3 shards")
+    assert datetime.fromisoformat(line["time"]).utcoffset() is not None  # UTC, explicit
+    assert json.loads(formatter.format(event))["status"] == 202  # fields, not a string
+    assert "\n" not in formatter.format(plain)
+
+
+def test_the_level_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LDPTEL_LOG_LEVEL", "debug")
+    assert logs.level() == "DEBUG"
+    monkeypatch.setenv("LDPTEL_LOG_LEVEL", "chatty")
+    with pytest.raises(ParameterError) as error:
+        logs.level()
+    assert error.value.field == "LDPTEL_LOG_LEVEL"
+
+
+def test_gunicorn_logs_as_json_without_an_access_log(capsys: Any) -> None:
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    try:
+        logging.config.dictConfig(logs.gunicorn_logconfig())
+        logging.getLogger("gunicorn.error").info("Listening at: http://127.0.0.1:8080")
+        logging.getLogger("gunicorn.access").info('203.0.113.7 "GET / HTTP/1.1" 200')
+    finally:
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
+    [line] = capsys.readouterr().err.splitlines()
+    assert json.loads(line)["logger"] == "gunicorn.error"
