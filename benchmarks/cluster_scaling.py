@@ -1,0 +1,255 @@
+"""Ingestion and aggregation on one Redis and on a local Redis Cluster of 1, 2 and 3 masters,
+in one run: several `ldptel collector serve` processes take batches over real HTTP, then several
+`ldptel aggregator run --once` workers drain the shards. Besides the rates (bounded by this
+machine's cores, which every process shares), it measures what Redis itself spends per report
+(CPU of the redis-server processes, memory of the stream entries): the per-node figures a
+capacity plan is derived from (benchmarks/README.md).
+
+    .venv/bin/python benchmarks/cluster_scaling.py [--seconds 5] [--batch 100] [--shards 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import redis
+import requests
+from collector_ingest import cpu_seconds, http_rate, make_body, process_tree
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.store.redis_server import LocalCluster, RedisServer, free_port
+
+ADMIN = "bench-admin-token-0123456789"
+RESULTS = Path(__file__).parent / "results"
+
+
+@contextmanager
+def store(topology: str) -> Iterator[tuple[str, list[RedisServer]]]:
+    """(URL, redis-server nodes) of one Redis or a local cluster of N masters."""
+    if topology == "redis":
+        with RedisServer(appendonly=True) as server:
+            yield server.url, [server]
+        return
+    with LocalCluster(masters=int(topology.split("-")[1]), appendonly=True) as cluster:
+        yield cluster.url, cluster.nodes
+
+
+def used_memory(nodes: list[RedisServer]) -> int:
+    """Bytes of data over every node (each asked directly)."""
+    total = 0
+    for node in nodes:
+        client = redis.Redis.from_url(node.url)
+        total += int(client.info("memory")["used_memory"])
+        client.close()
+    return total
+
+
+def pids(nodes: list[RedisServer]) -> list[int]:
+    return [node.process.pid for node in nodes if node.process is not None]
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def start_collectors(
+    url: str, count: int, threads: int
+) -> list[tuple[subprocess.Popen[bytes], int]]:
+    env = {
+        **os.environ,
+        "LDPTEL_ADMIN_TOKEN": ADMIN,
+        "LDPTEL_RATE_LIMIT": "0",
+        "LDPTEL_LOG_LEVEL": "WARNING",
+    }
+    started = []
+    for _ in range(count):
+        port = free_port()
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ldptel.cli",
+                "collector",
+                "serve",
+                "--port",
+                str(port),
+                "--redis-url",
+                url,
+                "--workers",
+                "1",
+                "--threads",
+                str(threads),
+            ],
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append((process, port))
+    for process, port in started:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, "a collector exited at start"
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=2).ok:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline, "a collector did not come up"
+            time.sleep(0.1)
+    return started
+
+
+def ingest(
+    ports: list[int], token: str, body: bytes, batch: int, seconds: float
+) -> dict[str, float]:
+    """Every collector under load at once (one client process of 4 threads each)."""
+    results: list[dict[str, float]] = []
+
+    def load(port: int) -> None:
+        results.append(http_rate(port, token, body, batch, 1, 4, seconds))
+
+    threads = [threading.Thread(target=load, args=(port,)) for port in ports]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {
+        "reports": sum(r["reports_per_s"] * r["elapsed"] for r in results),
+        "reports_per_s": sum(r["reports_per_s"] for r in results),
+        "errors": sum(r["errors"] for r in results),
+    }
+
+
+def aggregate(url: str, workers: int) -> float:
+    """Seconds for `workers` concurrent `aggregator run --once` to drain every shard."""
+    env = {**os.environ, "LDPTEL_REDIS_URL": url}
+    started = time.perf_counter()
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ldptel.cli",
+                "aggregator",
+                "run",
+                "--once",
+                "--quiet",
+                "--worker-id",
+                f"bench-{i}",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        for i in range(workers)
+    ]
+    for process in processes:
+        assert process.wait(timeout=600) == 0
+    return time.perf_counter() - started
+
+
+def measure(topology: str, args: argparse.Namespace, config: CampaignConfig) -> dict[str, Any]:
+    with store(topology) as (url, nodes):
+        redis_pids = pids(nodes)
+        collectors = start_collectors(url, args.collectors, args.threads)
+        try:
+            base = f"http://127.0.0.1:{collectors[0][1]}"
+            admin = {"Authorization": f"Bearer {ADMIN}"}
+            created = requests.post(f"{base}/v1/campaigns", json=config.to_dict(), headers=admin)
+            config_id = created.json()["config_id"]
+            token = requests.post(f"{base}/v1/tokens", json={"app": "bench"}, headers=admin)
+            body = make_body(config, config_id, args.batch)
+            ports = [port for _, port in collectors]
+            memory_before = used_memory(nodes)
+            collector_pids = [p for c, _ in collectors for p in process_tree(c.pid)]
+            cpu_before = cpu_seconds(redis_pids)
+            collector_cpu_before = cpu_seconds(collector_pids)
+            loaded = ingest(ports, token.json()["token"], body, args.batch, args.seconds)
+            ingest_cpu = cpu_seconds(redis_pids) - cpu_before
+            collector_cpu = cpu_seconds(collector_pids) - collector_cpu_before
+            memory = used_memory(nodes) - memory_before
+        finally:
+            for process, _ in collectors:
+                process.terminate()
+                process.wait(timeout=60)
+        cpu_before, workers_before = cpu_seconds(redis_pids), children_cpu()
+        seconds = aggregate(url, args.workers)
+        aggregate_cpu = cpu_seconds(redis_pids) - cpu_before
+        workers_cpu = children_cpu() - workers_before
+    reports = loaded["reports"]
+    return {
+        "topology": topology,
+        "ingest_reports_per_s": loaded["reports_per_s"],
+        "ingest_errors": loaded["errors"],
+        "redis_cpu_us_per_report_ingest": ingest_cpu / reports * 1e6,
+        "collector_cpu_us_per_report": collector_cpu / reports * 1e6,
+        "worker_cpu_us_per_report": workers_cpu / reports * 1e6,
+        "redis_bytes_per_report": memory / reports,
+        "aggregate_reports_per_s": reports / seconds,
+        "redis_cpu_us_per_report_aggregate": aggregate_cpu / reports * 1e6,
+        "reports": reports,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="ingestion time per topology")
+    parser.add_argument("--batch", type=int, default=100, help="reports per request")
+    parser.add_argument("--shards", type=int, default=12, help="stream shards of the campaign")
+    parser.add_argument("--collectors", type=int, default=2, help="collector processes")
+    parser.add_argument("--threads", type=int, default=8, help="threads per collector")
+    parser.add_argument("--workers", type=int, default=2, help="aggregator workers")
+    parser.add_argument("--oracle", default="oue")
+    parser.add_argument("--d", type=int, default=64)
+    args = parser.parse_args()
+    config = CampaignConfig.from_dict(
+        {
+            "name": "bench",
+            "oracle": args.oracle,
+            "epsilon": 1.0,
+            "shards": args.shards,
+            "domain": [f"v{i}" for i in range(args.d)],
+        }
+    )
+    load_before = os.getloadavg()[0]
+    rows = [measure(t, args, config) for t in ("redis", "cluster-1", "cluster-2", "cluster-3")]
+    print(
+        f"{os.cpu_count()} CPUs, load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after; {args.oracle} d={args.d}, batches of {args.batch}, "
+        f"{args.shards} shards, {args.collectors} collectors, {args.workers} workers"
+    )
+    print(
+        "CPU in microseconds per report: Redis (all nodes) while ingesting and aggregating, "
+        "the collectors, the aggregator workers"
+    )
+    print(
+        f"{'topology':<10} {'ingest/s':>9} {'aggregate/s':>11} {'redis in':>9} "
+        f"{'redis agg':>9} {'collector':>9} {'worker':>7} {'bytes/report':>12}"
+    )
+    for row in rows:
+        print(
+            f"{row['topology']:<10} {row['ingest_reports_per_s']:>9,.0f} "
+            f"{row['aggregate_reports_per_s']:>11,.0f} "
+            f"{row['redis_cpu_us_per_report_ingest']:>9.2f} "
+            f"{row['redis_cpu_us_per_report_aggregate']:>9.2f} "
+            f"{row['collector_cpu_us_per_report']:>9.2f} "
+            f"{row['worker_cpu_us_per_report']:>7.2f} "
+            f"{row['redis_bytes_per_report']:>12.1f}"
+        )
+    summary = {"args": vars(args), "cpus": os.cpu_count(), "load_before": load_before}
+    path = RESULTS / f"cluster_scaling_batch{args.batch}.json"
+    path.write_text(json.dumps({**summary, "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
