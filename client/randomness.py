@@ -1,8 +1,9 @@
-"""Randomness for the oracles: the OS CSPRNG on the client, a seeded generator in simulation.
+"""The sources of randomness: the OS CSPRNG on the client, a seeded generator in simulation.
 
-Oracles use only `random(size)` and `integers(low, high, size[, dtype])`, the two methods
-that numpy's `Generator` and our `SecureRandom` share. Their exact samplers are integer arithmetic
-on uniform integers: unary.bernoulli_bits (bits) and histogram.GridNoise (integer noise).
+A source offers `random(size)` and `integers(low, high, size[, dtype])`, the two methods that
+numpy's `Generator` and our `SecureRandom` share. The oracles draw through the exact samplers
+of samplers.py, which use only uniform integers from it (full-range 64-bit words, and integers
+below a bound).
 """
 
 from __future__ import annotations
@@ -78,16 +79,6 @@ class SecureRandom:
         if dtype is np.uint64:
             return values.astype(np.uint64).reshape(size)
         return values.reshape(size)
-
-
-def random_bits(rng: Rng, bits: int) -> int:
-    """A uniform integer in [0, 2^bits) (any size): the leading bits of the number whose
-    64-bit digits, least significant first, are fresh uniform words."""
-    if bits <= 0:
-        return 0
-    words = rng.integers(0, 1 << 64, -(-bits // 64), dtype=np.uint64)
-    value = sum(int(w) << (64 * i) for i, w in enumerate(words))
-    return value >> (64 * words.size - bits)
 
 
 def default_rng() -> Rng:
