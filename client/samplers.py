@@ -28,6 +28,10 @@ from ldptel.client.randomness import Rng
 
 #: Blocks of TableSampler's guide: one 16-bit uniform picks a block.
 GUIDE_BLOCKS = 1 << 16
+#: Subsets of at most this many items are drawn by Floyd's algorithm (one draw per item),
+#: larger ones by the fixed-up sampler (measured, 50k reports: Floyd 2-7x faster up to
+#: k = 16, the fix-up ~2x faster per report from k ~ 30 and in batches from k ~ 60).
+FLOYD_MAX_SIZE = 16
 #: The start of a subset: Bernoulli(a / 2^b) bits with b at most this (b random words per 64).
 MAX_START_BITS = 8
 #: Costs of the start's random words, of a fix-up draw and of a flip, ns (measured with the
@@ -214,15 +218,35 @@ def subset_words(n: int) -> int:
 def sample_subsets(rng: Rng, n: int, sizes: NDArray[np.int64]) -> NDArray[np.uint8]:
     """One uniform random subset of [0, n) of each size in `sizes` (0 <= size <= n), as
     rows of bits packed like np.packbits (item i: byte i // 8, mask 128 >> i % 8) in
-    `subset_words(n)` words; bit n and the ones after it are 0.
+    `subset_words(n)` words; bit n and the ones after it are 0."""
+    if sizes.size and int(sizes.max()) <= FLOYD_MAX_SIZE:
+        return _floyd_subsets(rng, n, sizes)
+    return _fixed_up_subsets(rng, n, sizes)
 
-    Each row starts as independent Bernoulli(a / 2^b) bits on [0, n) (a / 2^b near the mean
-    size / n), then is fixed up to its size by setting unset bits (or clearing set ones)
-    drawn uniformly. Exact: the start's law is invariant under permutations of [0, n), each
-    fix-up round is equivariant (its draws are uniform; which ones flip depends on bits and
-    counts, not on labels), so the final subset's law is too: uniform among subsets of its
-    size.
-    """
+
+def _floyd_subsets(rng: Rng, n: int, sizes: NDArray[np.int64]) -> NDArray[np.uint8]:
+    """Floyd's algorithm (Bentley & Floyd, CACM 1987): a uniform s-subset of [0, n) in s
+    steps, for j = n-s .. n-1 add a uniform t in [0, j], or j itself if t is already in.
+    A row of size s takes the last s of the max(sizes) steps."""
+    rows, most = sizes.size, int(sizes.max())
+    bits = np.zeros((rows, 64 * subset_words(n)), dtype=bool)
+    flat = bits.reshape(-1)
+    starts = np.arange(rows, dtype=np.int64) * bits.shape[1]
+    for j in range(n - most, n):
+        active = np.flatnonzero(sizes >= n - j)
+        t = sample_uniform_below(rng, j + 1, active.size) + starts[active]
+        # t <= row start + j, so max(t, (row start + j) * [t already in]) is Floyd's pick.
+        flat[np.maximum(t, (starts[active] + j) * flat[t])] = True
+    return np.packbits(bits, axis=1)
+
+
+def _fixed_up_subsets(rng: Rng, n: int, sizes: NDArray[np.int64]) -> NDArray[np.uint8]:
+    """Each row starts as independent Bernoulli(a / 2^b) bits on [0, n) (a / 2^b near the
+    mean size / n), then is fixed up to its size by setting unset bits (or clearing set
+    ones) drawn uniformly. Exact: the start's law is invariant under permutations of
+    [0, n), each fix-up round is equivariant (its draws are uniform; which ones flip depends
+    on bits and counts, not on labels), so the final subset's law is too: uniform among
+    subsets of its size."""
     rows = sizes.size
     width = subset_words(n)
     a, b = _start_probability(n, int(sizes.sum()) / (rows * n) if rows else 0.0)

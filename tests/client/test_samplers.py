@@ -16,6 +16,7 @@ from scipy import stats
 from ldptel.client import samplers
 from ldptel.client.randomness import Rng, SecureRandom
 from ldptel.client.samplers import (
+    FLOYD_MAX_SIZE,
     MAX_START_BITS,
     base256_digits,
     sample_bernoulli,
@@ -67,9 +68,9 @@ def test_uniform_integers_below_a_bound_are_uniform(rng: Rng, upper: int) -> Non
     # 7 classes of equal probability: [0, upper) cut at multiples of upper / 7.
     classes = values * 7 // upper
     assert stats.chisquare(np.bincount(classes, minlength=7)).pvalue > alpha(rng)
-    # The check sees 1% of the draws moved to the top class.
+    # The check sees 3% of the draws moved to the top class.
     moved = classes.copy()
-    moved[: moved.size // 100] = 6
+    moved[: 3 * moved.size // 100] = 6
     assert stats.chisquare(np.bincount(moved, minlength=7)).pvalue < alpha(rng)
 
 
@@ -191,30 +192,60 @@ def subset_p_value(n: int, sizes: NDArray[np.int64], rng: Rng) -> float:
     return float(stats.chisquare(observed, expected).pvalue)
 
 
+FLOYD, FIXED_UP = 10**9, -1  # FLOYD_MAX_SIZE that sends every draw to one sampler
+
+
 @pytest.mark.parametrize(
-    ("n", "sizes", "start"),
+    ("n", "sizes", "floyd_max", "start"),
     [
-        (7, (3,), None),  # the start the sampler picks
-        (7, (2, 3), None),  # two sizes (SS: k - [v in S])
-        (5, (1, 4), None),
-        (7, (3,), (1, 1)),
-        (7, (3, 4), (3, 2)),
-        (5, (1,), (1, 2)),  # draws on [6, 8) land on bit 5 (never eligible)
-        (8, (5,), (5, 3)),  # n = 8: bit 8 is in the second byte
-        (6, (3,), (0, 0)),  # empty start: only additions
-        (6, (3,), (1, 0)),  # full start: only removals
+        (7, (3,), FLOYD, None),
+        (7, (2, 3), FLOYD, None),  # two sizes (SS: k - [v in S])
+        (5, (0, 5), FLOYD, None),  # the empty and the full subset
+        (7, (3,), FIXED_UP, None),  # the start the sampler picks
+        (7, (2, 3), FIXED_UP, None),
+        (5, (1, 4), FIXED_UP, None),
+        (7, (3,), FIXED_UP, (1, 1)),
+        (7, (3, 4), FIXED_UP, (3, 2)),
+        (5, (1,), FIXED_UP, (1, 2)),  # draws on [6, 8) land on bit 5 (never eligible)
+        (8, (5,), FIXED_UP, (5, 3)),  # n = 8: bit 8 is in the second byte
+        (6, (3,), FIXED_UP, (0, 0)),  # empty start: only additions
+        (6, (3,), FIXED_UP, (1, 0)),  # full start: only removals
     ],
 )
 def test_every_subset_of_a_size_is_equally_likely(
-    n: int, sizes: tuple[int, ...], start: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch
+    n: int,
+    sizes: tuple[int, ...],
+    floyd_max: int,
+    start: tuple[int, int] | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(samplers, "FLOYD_MAX_SIZE", floyd_max)
     if start is not None:
         monkeypatch.setattr(samplers, "_start_probability", lambda n, t: start)
     rows = np.resize(np.array(sizes, dtype=np.int64), 90_000)
     assert subset_p_value(n, rows, np.random.default_rng(n * 10 + sizes[0])) > 1e-4
 
 
-def test_subsets_from_os_randomness_are_uniform() -> None:
+def test_small_subsets_take_floyd_and_large_ones_the_fix_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    taken: list[str] = []
+    for name in ("_floyd_subsets", "_fixed_up_subsets"):
+        real = getattr(samplers, name)
+        monkeypatch.setattr(
+            samplers, name, lambda *args, real=real, name=name: taken.append(name) or real(*args)
+        )
+    rng = np.random.default_rng(1)
+    sample_subsets(rng, 1023, np.array([FLOYD_MAX_SIZE, FLOYD_MAX_SIZE - 1]))
+    sample_subsets(rng, 1023, np.array([FLOYD_MAX_SIZE + 1, FLOYD_MAX_SIZE]))
+    assert taken == ["_floyd_subsets", "_fixed_up_subsets"]
+
+
+@pytest.mark.parametrize("floyd_max", [FLOYD, FIXED_UP])
+def test_subsets_from_os_randomness_are_uniform(
+    floyd_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(samplers, "FLOYD_MAX_SIZE", floyd_max)
     rows = np.full(60_000, 3, dtype=np.int64)
     assert subset_p_value(7, rows, SecureRandom()) > OS_ALPHA
 
@@ -239,6 +270,7 @@ class EvenDraws:
 
 
 def test_the_subset_check_catches_biased_fix_up_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(samplers, "FLOYD_MAX_SIZE", FIXED_UP)
     monkeypatch.setattr(samplers, "_start_probability", lambda n, t: (1, 1))
     rows = np.full(90_000, 3, dtype=np.int64)
     assert subset_p_value(7, rows, EvenDraws(7)) < 1e-4
