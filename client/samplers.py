@@ -29,13 +29,15 @@ from ldptel.client.randomness import Rng
 #: Blocks of TableSampler's guide: one 16-bit uniform picks a block.
 GUIDE_BLOCKS = 1 << 16
 #: Subsets of at most this many items are drawn by Floyd's algorithm (one draw per item),
-#: larger ones by the fixed-up sampler (measured, 50k reports: Floyd 2-7x faster up to
-#: k = 16, the fix-up ~2x faster per report from k ~ 30 and in batches from k ~ 60).
+#: larger ones by the fixed-up sampler (measured on SS, d = 8..256: Floyd 1.6-7x faster in
+#: batches for 2 <= k <= 16; the fix-up ~2x faster per report from k ~ 30, in batches from
+#: k ~ 60, and at d = 65,536, k = 17,625 one report takes 0.7 ms against Floyd's 198).
 FLOYD_MAX_SIZE = 16
 #: The start of a subset: Bernoulli(a / 2^b) bits with b at most this (b random words per 64).
 MAX_START_BITS = 8
 #: Costs of the start's random words, of a fix-up draw and of a flip, ns (measured with the
-#: OS CSPRNG, ~3 ns a random byte; the same starts are within ~10% of best with numpy's).
+#: OS CSPRNG, ~3 ns a random byte; with numpy's generator the chosen start was at most
+#: ~1.5x slower than the best one in a sweep of SS at d = 16..65,536).
 _PLANE_WORD_COST = 27.0
 _DRAW_COST = 21.0
 _FLIP_COST = 40.0
