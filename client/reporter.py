@@ -213,6 +213,7 @@ class Reporter:
             self._state_failed_at = time.monotonic()
             self._refused(raw, "opening the state")  # raises if strict
             return
+        self._sender.make_reserve()
         if self._stale or spool.rows(conn) > 0:  # left from an earlier run: send it
             self._sender.start()
 

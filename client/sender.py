@@ -221,7 +221,6 @@ class Sender:
 
     # -- the thread ----------------------------------------------------------------------------
     def _run(self) -> None:
-        self._make_reserve()
         while not self._stopping:
             try:
                 if self._disk_full:  # room for the WAL's frames of claims and deletions
@@ -233,7 +232,9 @@ class Sender:
                 self.checkpoint()
                 if self._disk_full and nap > 0:  # the spool is out (or cannot go now)
                     self.checkpoint(truncate=True)
-                    self._disk_full = not self._make_reserve()
+                    if self.make_reserve():
+                        self._disk_full = False
+                        self._batch_limit = self.settings.batch_size
             except Exception as error:  # never let the thread die; the app must not notice
                 nap = self._failed(error)
             if nap > 0 and not self._stopping:
@@ -242,12 +243,15 @@ class Sender:
 
     def _failed(self, error: Exception) -> float:
         if isinstance(as_ldptel_error(error), DiskFullError):
+            # Even with the reserve freed, a claim of a large batch may need more pages than
+            # are left: claim smaller ones (the limit is restored once the disk has room).
             self._disk_full = True
+            self._batch_limit = max(1, self._batch_limit // 2)
             return min(MAX_NAP, self.settings.backoff_base)
         LOG.exception("ldptel sender: unexpected error (will retry)")
         return ERROR_NAP
 
-    def _make_reserve(self) -> bool:
+    def make_reserve(self) -> bool:
         """Create the reserve file if it is missing; False if there is no room for it."""
         path = self.state_dir / RESERVE_FILENAME
         try:
