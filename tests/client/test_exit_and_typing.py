@@ -95,3 +95,9 @@ def test_the_apps_mypy_sees_reporters_signature(tmp_path: Path):
     assert [line.split(":")[1] for line in errors] == ["3", "4"], run.stdout
     assert 'incompatible type "str"; expected "int"' in errors[0]
     assert '"Reporter" has no attribute "reportt"' in errors[1]
+
+
+def test_the_typed_keyword_settings_are_exactly_the_settings():
+    from ldptel.client.reporter import Settings, SettingsArgs
+
+    assert set(SettingsArgs.__annotations__) == set(Settings.__dataclass_fields__)
