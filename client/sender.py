@@ -154,7 +154,7 @@ class Sender:
         with self._progress:
             self.flushing += 1
         try:
-            self.wake()
+            woken = False
             while True:
                 with self._state.lock:
                     conn = self._state.get()
@@ -162,6 +162,9 @@ class Sender:
                         return False
                     if not spool.holds_up_to(conn, mark):
                         return True
+                if not woken:  # (not for an empty spool: no thread started for nothing)
+                    self.wake()
+                    woken = True
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
