@@ -261,12 +261,16 @@ class Sender:
             if path.exists() and path.stat().st_size >= RESERVE_BYTES:
                 return True
             with path.open("wb") as reserve:
+                allocate = getattr(os, "posix_fallocate", None)  # not on macOS or Windows
                 try:
-                    os.posix_fallocate(reserve.fileno(), 0, RESERVE_BYTES)
-                except OSError as error:  # a file system without fallocate: real blocks
+                    if allocate is None:
+                        raise OSError(errno.EOPNOTSUPP, "no posix_fallocate")
+                    allocate(reserve.fileno(), 0, RESERVE_BYTES)
+                except OSError as error:  # no fallocate here: write real blocks
                     if error.errno in (errno.ENOSPC, errno.EDQUOT):
                         raise
                     reserve.write(bytes(RESERVE_BYTES))
+                    reserve.flush()
             return True
         except OSError:
             path.unlink(missing_ok=True)
