@@ -61,13 +61,13 @@ def test_a_claim_is_a_lease_kept_while_held_and_taken_over_once_expired(
 ):
     config = collector.campaign(reports_per_window=10)
     cache_the_config(collector, open_reporter)
-    monkeypatch.setattr(spool, "CLAIM_SECONDS", 3.0)
+    monkeypatch.setattr(spool, "CLAIM_SECONDS", 4.0)
     silent = SilentServer()
     try:
-        # A's request waits (timeout 6 s) on a collector that never answers; its lease on
-        # the batch ends after 3 s.
+        # A's request waits (timeout 8 s) on a collector that never answers; its lease on
+        # the batch ends after 4 s.
         a = Reporter(
-            silent.url, "t", state_dir=state_dir, timeout=6.0, max_batch_age=0.01, strict=True
+            silent.url, "t", state_dir=state_dir, timeout=8.0, max_batch_age=0.01, strict=True
         )
         a.report("colors", "green")
         key = silent.wait_for_request()["idempotency-key"]

@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -122,6 +123,16 @@ def unread_by_server(server_port: int, client: socket.socket) -> int | None:
     return None
 
 
+def workers_loaded(master: int, workers: int) -> bool:
+    """Whether the gunicorn master has `workers` children and each has loaded the app (its
+    prometheus_client files exist: they are made when the app's metrics module is imported)."""
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    metrics = Path(tempfile.gettempdir())
+    return len(children) == workers and all(
+        any(metrics.glob(f"ldptel-metrics-*/counter_{pid}.db")) for pid in children
+    )
+
+
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -151,6 +162,8 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
     senders = [Sender(port, token, config_id, stop) for _ in range(SENDERS)]
     try:
         wait_until_up(f"http://127.0.0.1:{port}", process)
+        # Both workers, not only the first to answer: one still booting at SIGTERM fails.
+        wait_for(lambda: workers_loaded(process.pid, 2), "both workers loaded the app")
         for sender in senders:
             sender.start()
         # A large batch whose body is only half sent when SIGTERM arrives: the server is
