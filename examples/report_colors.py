@@ -23,7 +23,9 @@ WEIGHTS = [8, 2, 3, 6, 10, 4, 2, 1]
 
 def one_install(url: str, token: str, root: Path, install: int, color: str) -> None:
     with Reporter(url, token, state_dir=root / str(install)) as reporter:
-        reporter.report("colors", color)
+        status = reporter.report("colors", color)
+        if not status:  # truthy only once the report is spooled
+            raise SystemExit(f"install {install}: not reported: {status}")
         if not reporter.flush(timeout=30):
             raise SystemExit(f"install {install}: the report was not delivered")
 
