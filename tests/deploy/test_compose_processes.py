@@ -200,8 +200,14 @@ def test_the_compose_services_work_together(
         wait_for(report_built, "the window report", processes)
         page = stack.reports / "colors-latest.html"
         wait_for(lambda: page.exists() and "colors" in page.read_text(), "the HTML page", processes)
+
+        def pass_exported() -> bool:  # the pass ends (metrics) just after its reports are stored
+            health = f"http://127.0.0.1:{stack.health_port}/metrics"
+            metrics = requests.get(health, timeout=10).text
+            return 'ldptel_aggregator_lag_entries{campaign="colors",shard="0"} 0.0' in metrics
+
+        wait_for(pass_exported, "the pass's metrics", processes)
         metrics = requests.get(f"http://127.0.0.1:{stack.health_port}/metrics", timeout=10).text
-        assert 'ldptel_aggregator_lag_entries{campaign="colors",shard="0"} 0.0' in metrics
         assert "ldptel_aggregator_entries_applied_total 1.0" in metrics
     finally:
         for process in processes:
