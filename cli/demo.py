@@ -275,6 +275,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     import redis
 
     from ldptel.aggregator.html import render_html
+    from ldptel.aggregator.model import to_json
     from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
     from ldptel.aggregator.worker import Worker
@@ -336,7 +337,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
             item["true_count"] = true_counts[item["index"]]
     write_page(Path(args.html), render_html(document))
     if args.json:
-        print(json.dumps(document, indent=2))
+        print(to_json(document, indent=2))
     else:
         print(format_window(document, true_counts))
         print(f"\nHTML report: {Path(args.html).resolve()}")
