@@ -15,6 +15,7 @@ import functools
 import json
 import types
 import typing
+from collections.abc import Callable
 from typing import Literal, TypedDict, Union
 
 Status = Literal["ok", "not_enough_reports"]
@@ -163,6 +164,15 @@ class WindowDocument(TypedDict):
 class DocumentError(ValueError):
     """A stored document that does not match the model; the message names the field."""
 
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        #: Where, innermost last (filled in while the check unwinds).
+        self.path: list[str] = []
+
+    def __str__(self) -> str:
+        return f"document{''.join(reversed(self.path))}: {self.reason}"
+
 
 def to_json(document: WindowDocument, indent: int | None = None) -> str:
     """The document as JSON: compact for storage, indented for people."""
@@ -173,76 +183,118 @@ def to_json(document: WindowDocument, indent: int | None = None) -> str:
 def from_json(raw: str | bytes) -> WindowDocument:
     """A window document from JSON, checked against the model."""
     value = json.loads(raw)
-    _check(WindowDocument, value, "document")
+    _checker(WindowDocument)(value)
     document: WindowDocument = value
     return document
 
 
-def _check(expected: object, value: object, where: str) -> None:
-    """Raise DocumentError unless `value` (parsed JSON) is of the type `expected`."""
-    origin = typing.get_origin(expected)
-    if typing.is_typeddict(expected):
-        _check_fields(expected, value, where)
-    elif origin in (Union, types.UnionType):
-        if not any(_matches(option, value) for option in typing.get_args(expected)):
-            raise DocumentError(f"{where}: expected {_name(expected)}, got {value!r:.60}")
-    elif origin is Literal:
-        if value not in typing.get_args(expected):
-            raise DocumentError(f"{where}: expected one of {typing.get_args(expected)}")
-    elif origin is list:
-        if not isinstance(value, list):
-            raise DocumentError(f"{where}: expected a list")
-        (element,) = typing.get_args(expected)
-        for index, entry in enumerate(value):
-            _check(element, entry, f"{where}[{index}]")
-    elif origin is dict:
-        if not isinstance(value, dict):
-            raise DocumentError(f"{where}: expected an object")
-        _, element = typing.get_args(expected)
-        for key, entry in value.items():
-            _check(element, entry, f"{where}.{key}")
-    elif not _scalar(expected, value):
-        raise DocumentError(f"{where}: expected {_name(expected)}, got {value!r:.60}")
-
-
-def _check_fields(expected: object, value: object, where: str) -> None:
-    if not isinstance(value, dict):
-        raise DocumentError(f"{where}: expected an object")
-    required, fields = _fields(expected)
-    missing = sorted(required - value.keys())
-    if missing:
-        raise DocumentError(f"{where}: missing field {missing[0]!r}")
-    for key, field in fields:
-        if key in value:
-            _check(field, value[key], f"{where}.{key}")
+Check = Callable[[object], None]
 
 
 @functools.cache
-def _fields(expected: object) -> tuple[frozenset[str], tuple[tuple[str, object], ...]]:
-    """A TypedDict's required keys and (key, type) pairs (resolved once: items repeat)."""
+def _checker(expected: object) -> Check:
+    """A function raising DocumentError unless its argument (parsed JSON) is of the type
+    `expected`; built once per type, since a document repeats Items thousands of times."""
+    origin = typing.get_origin(expected)
+    if typing.is_typeddict(expected):
+        return _object_checker(expected)
+    if origin in (Union, types.UnionType):
+        return _union_checker(typing.get_args(expected))
+    if origin is Literal:
+        return _literal_checker(typing.get_args(expected))
+    if origin is list:
+        return _list_checker(_checker(typing.get_args(expected)[0]))
+    if origin is dict:
+        return _dict_checker(_checker(typing.get_args(expected)[1]))
+    return _scalar_checker(expected)
+
+
+def _object_checker(expected: object) -> Check:
     required: frozenset[str] = vars(expected)["__required_keys__"]
-    return required, tuple(typing.get_type_hints(expected).items())
+    # Filled at the first check, so a type may contain itself (Privacy.levels).
+    fields: list[tuple[str, Check]] = []
+
+    def check(value: object) -> None:
+        if not fields:
+            hints = typing.get_type_hints(expected).items()
+            fields.extend((key, _checker(field)) for key, field in hints)
+        if type(value) is not dict:
+            raise DocumentError("expected an object")
+        if not required <= value.keys():
+            raise DocumentError(f"missing field {min(required - value.keys())!r}")
+        for key, check_field in fields:
+            if key in value:
+                try:
+                    check_field(value[key])
+                except DocumentError as error:
+                    error.path.append(f".{key}")
+                    raise
+
+    return check
 
 
-def _matches(expected: object, value: object) -> bool:
-    try:
-        _check(expected, value, "")
-    except DocumentError:
-        return False
-    return True
+def _union_checker(options: tuple[object, ...]) -> Check:
+    checks = [_checker(option) for option in options]
+    names = " or ".join(getattr(option, "__name__", str(option)) for option in options)
+
+    def check(value: object) -> None:
+        for option in checks:
+            try:
+                option(value)
+            except DocumentError:
+                continue
+            return
+        raise DocumentError(f"expected {names}, got {value!r:.60}")
+
+    return check
 
 
-def _scalar(expected: object, value: object) -> bool:
-    """JSON scalars: a float field accepts an integer (json writes 2.0 as 2.0, but other
-    writers may not); bool is never taken for a number."""
-    if expected is type(None):
-        return value is None
-    if isinstance(value, bool):
-        return expected is bool
-    if expected is float:
-        return isinstance(value, int | float)
-    return isinstance(expected, type) and isinstance(value, expected)
+def _literal_checker(allowed: tuple[object, ...]) -> Check:
+    def check(value: object) -> None:
+        if value not in allowed:
+            raise DocumentError(f"expected one of {allowed}, got {value!r:.60}")
+
+    return check
 
 
-def _name(expected: object) -> str:
-    return getattr(expected, "__name__", str(expected))
+def _list_checker(element: Check) -> Check:
+    def check(value: object) -> None:
+        if type(value) is not list:
+            raise DocumentError("expected a list")
+        for index, entry in enumerate(value):
+            try:
+                element(entry)
+            except DocumentError as error:
+                error.path.append(f"[{index}]")
+                raise
+
+    return check
+
+
+def _dict_checker(element: Check) -> Check:
+    def check(value: object) -> None:
+        if type(value) is not dict:
+            raise DocumentError("expected an object")
+        for key, entry in value.items():
+            try:
+                element(entry)
+            except DocumentError as error:
+                error.path.append(f".{key}")
+                raise
+
+    return check
+
+
+def _scalar_checker(expected: object) -> Check:
+    """JSON scalars: a float field accepts an integer (other writers may drop the ".0");
+    bool (a subclass of int) is never taken for a number."""
+    if not isinstance(expected, type):
+        raise TypeError(f"no JSON check for {expected!r}")  # a type this module lacks
+    accepted: tuple[type, ...] = (float, int) if expected is float else (expected,)
+    name = expected.__name__
+
+    def check(value: object) -> None:
+        if type(value) not in accepted:
+            raise DocumentError(f"expected {name}, got {value!r:.60}")
+
+    return check
