@@ -141,8 +141,8 @@ def levels_table_html(combined: Combined) -> str:
 def report_heading(report: Report) -> str:
     """A report's title line (plain text)."""
     config = f"config {report['config_id']}"
-    if report.get("combined"):
-        strategy = report["combined"]["strategy"]
+    if (combined := report.get("combined")) is not None:
+        strategy = combined["strategy"]
         return (
             f"{report['oracle'].upper()}, combined over privacy levels ({strategy}), "
             f"n = {report['n']:,} ({config})"
@@ -156,7 +156,7 @@ def report_heading(report: Report) -> str:
 
 def summary_html(report: Report) -> str:
     """The key numbers of a report as a row of tiles."""
-    central = report["privacy"].get("central")
+    central = report["privacy"]["central"]
     if central and central["applies"]:
         shuffled = f"({central['epsilon']:.3g}, {central['delta']:.1g})"
     else:
@@ -182,7 +182,8 @@ def summary_html(report: Report) -> str:
 
 def report_section(report: Report) -> str:
     """One config's report: heading, privacy in words, then chart and table (or the status)."""
-    kind = ' data-combined="true"' if report.get("combined") else ""
+    combined = report.get("combined")
+    kind = ' data-combined="true"' if combined else ""
     parts = [
         f'<section class="report" data-config="{escape(report["config_id"])}"'
         f' data-level="{escape(report["level"])}"{kind}>',
@@ -192,8 +193,8 @@ def report_section(report: Report) -> str:
         *(f"<p>{escape(sentence)}</p>" for sentence in privacy_sentences(report)),
         "</div>",
     ]
-    if report.get("combined"):
-        parts.append(levels_table_html(report["combined"]))
+    if combined:
+        parts.append(levels_table_html(combined))
     if report["status"] == NOT_ENOUGH:
         parts.append(f'<p class="status">{escape(report["message"])}</p>')
     else:

@@ -4,8 +4,8 @@ aggregator stores, the collector serves unchanged and the CLI and HTML pages rea
 
 TypedDicts, not dataclasses: a document is JSON, and these types are that JSON's schema, so
 the stored bytes, the HTTP API and `ldptel report --json` stay one format that mypy checks
-end to end. `from_json` checks a document against these types (field by field, at any
-depth) before anything reads it; `to_json` writes it.
+end to end. `from_json` checks a document against these types (every field at any depth:
+present, of its type, and none the model lacks) before anything reads it; `to_json` writes it.
 
 Optional fields are keys of a `total=False` subclass (not NotRequired): that works on every
 Python ldptel supports and keeps `__required_keys__` exact for `from_json`.
@@ -212,17 +212,19 @@ def _checker(expected: object) -> Check:
 def _object_checker(expected: object) -> Check:
     required: frozenset[str] = vars(expected)["__required_keys__"]
     # Filled at the first check, so a type may contain itself (Privacy.levels).
-    fields: list[tuple[str, Check]] = []
+    fields: dict[str, Check] = {}
 
     def check(value: object) -> None:
         if not fields:
             hints = typing.get_type_hints(expected).items()
-            fields.extend((key, _checker(field)) for key, field in hints)
+            fields.update((key, _checker(field)) for key, field in hints)
         if type(value) is not dict:
             raise DocumentError("expected an object")
         if not required <= value.keys():
             raise DocumentError(f"missing field {min(required - value.keys())!r}")
-        for key, check_field in fields:
+        if not value.keys() <= fields.keys():  # a field the model lacks: it is out of date
+            raise DocumentError(f"unknown field {min(value.keys() - fields.keys())!r}")
+        for key, check_field in fields.items():
             if key in value:
                 try:
                     check_field(value[key])

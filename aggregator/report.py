@@ -247,7 +247,7 @@ def privacy_sentences(report: Report) -> list[str]:
             "one value share one permanent randomized response, so together they are at most "
             f"epsilon = {privacy['permanent_epsilon']:.3g} (the permanent bound), however many."
         )
-    central = privacy.get("central")
+    central = privacy["central"]
     if central and central["applies"]:
         users = (
             f"{central['n_users']:,} users"
@@ -296,7 +296,7 @@ def level_privacy_sentences(report: Report) -> list[str]:
     amplified = [
         f"{level} ({central['epsilon']:.3g}, {central['delta']:.1g})"
         for level, section in report["privacy"]["levels"].items()
-        if (central := section.get("central")) and central["applies"]
+        if (central := section["central"]) and central["applies"]
     ]
     if amplified:
         lines.append(
