@@ -29,8 +29,6 @@ from numpy.typing import NDArray
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
-    from flask import Flask
-
     from ldptel.client.transport import Transport
 
 CAMPAIGN = "demo-screens"
@@ -131,7 +129,7 @@ class Stage:
 
 
 @contextmanager
-def serve(app: Flask) -> Iterator[str]:
+def serve(app: Any) -> Iterator[str]:
     """The WSGI app on a free loopback port in a background thread; yields its base URL."""
     from werkzeug.serving import make_server
 
