@@ -7,13 +7,17 @@ import argparse
 import logging
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
 from ldptel.client.errors import ParameterError
+
+if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.aggregator.report import ReportOptions
+    from ldptel.aggregator.worker import Worker
 
 __all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -52,7 +56,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def report_options(args: argparse.Namespace) -> Any:
+def report_options(args: argparse.Namespace) -> ReportOptions:
     from ldptel.aggregator.report import ReportOptions
 
     return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
@@ -109,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def graceful_stop(stop: Any) -> Iterator[None]:
+def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
     """SIGTERM and SIGINT call `stop()` (the current transaction finishes) while inside."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -160,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_observed(worker: Any, every: float, host: str, port: int) -> None:
+def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
     """`run_forever` with metrics and the health server; the loop counts as stalled when no
     step or pass ended for three intervals (at least a minute, the lease's order)."""
     from ldptel.aggregator.metrics import AggregatorMetrics, HealthServer
