@@ -67,6 +67,7 @@ def step(reporter: Reporter) -> float:
             reporter._pruned_at = now
         if now < reporter._hold_until:  # backing off: the collector is down or busy
             return min(MAX_NAP, reporter._hold_until - now)
+        reporter._settle(conn, now)  # post reports only in the window they are charged to
         force = reporter._flushing > 0 or reporter._closed
         batch = spool.claim(conn, now, reporter._batch_limit, settings.max_batch_age, force)
         if batch is None:
