@@ -108,14 +108,18 @@ def rappor_loss(
     sequences = np.array(list(itertools.product((0, 1), repeat=len(history))), dtype=np.int64)
     values = np.arange(oracle.domain_size)
     worst = -math.inf
+    by_column: dict[bytes, float] = {}  # a position's loss depends only on its Bloom bits
     for cohort in range(oracle.m):
         bloom = oracle.bloom_bits(np.full(len(values), cohort), values)  # (d, k)
         total = 0.0
         for position in range(oracle.k):
-            column = bloom[:, position]
-            mine = _sequence_log_law(oracle, column, history, groups, sequences)
-            theirs = _sequence_log_law(oracle, column, other, other_groups, sequences)
-            total += float(np.max(mine - theirs))
+            column = np.asarray(bloom[:, position], dtype=np.int64)
+            key = column.tobytes()
+            if key not in by_column:
+                mine = _sequence_log_law(oracle, column, history, groups, sequences)
+                theirs = _sequence_log_law(oracle, column, other, other_groups, sequences)
+                by_column[key] = float(np.max(mine - theirs))
+            total += by_column[key]
         worst = max(worst, total)
     return worst
 
