@@ -13,7 +13,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from statistics import NormalDist
 from typing import Any, TypeGuard
 
@@ -22,14 +21,15 @@ from numpy.typing import NDArray
 
 from ldptel.aggregator.consistency import ALIASES, METHODS, consistent
 from ldptel.aggregator.privacy import shuffle_amplification
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.rappor import Rappor
-from ldptel.collector import keys
+from ldptel.store import reports as stored_reports
+from ldptel.store.registry import Registry
+from ldptel.store.reports import iso
 
 OK = "ok"
 NOT_ENOUGH = "not_enough_reports"
@@ -67,34 +67,6 @@ class ReportOptions:
             raise ParameterError("confidence", "must be in (0, 1)")
         if not 0 < self.false_flags < 1:
             raise ParameterError("false_flags", "must be in (0, 1)")
-
-
-def iso(timestamp: float) -> str:
-    """UTC ISO 8601 with a Z."""
-    text = datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
-    return text.replace("+00:00", "Z")
-
-
-#: The last second of year 9999: later instants have no ISO date.
-LAST_SECOND = 253_402_300_799
-
-
-def parse_window(text: str) -> int:
-    """A window start from unix seconds or an ISO date / date-time (UTC if no zone)."""
-    text = text.strip()
-    if text.isdigit():
-        seconds = int(text)
-    else:
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ParameterError("window", "must be unix seconds or an ISO date/time") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        seconds = int(moment.timestamp())
-    if not 0 <= seconds <= LAST_SECOND:
-        raise ParameterError("window", "must be between 1970 and the year 9999")
-    return seconds
 
 
 def significance_z(domain_size: int, false_flags: float) -> float:
@@ -498,10 +470,10 @@ def build_window(
     shards = window_shards(registry, name)
     states = list_states(client, name, shards, window)
     if not states:
-        config_id = registry.current_config_id(name)
-        if config_id is None or registry.config(config_id) is None:
+        current = registry.current_config(name)
+        if current is None:
             raise ParameterError("campaign", f"unknown campaign {name!r}")
-        states = [StateKey(window, config_id, "")]
+        states = [StateKey(window, current.config_id, "")]
     reports = []
     for config_id in sorted({state.config_id for state in states}):
         config = registry.config(config_id)
@@ -530,11 +502,11 @@ def list_windows(client: Any, registry: Registry, name: str) -> list[int]:
 
 def store_window(client: Any, document: dict[str, Any]) -> None:
     """Save a window document where the collector serves it."""
-    key = keys.report(document["campaign"], document["window"]["start_unix"])
-    client.set(key, json.dumps(document, separators=(",", ":")))
+    body = json.dumps(document, separators=(",", ":")).encode()
+    stored_reports.save(client, document["campaign"], document["window"]["start_unix"], body)
 
 
 def load_window(client: Any, name: str, window: int) -> dict[str, Any] | None:
     """The stored window document, or None."""
-    raw = client.get(keys.report(name, window))
+    raw = stored_reports.load(client, name, window)
     return None if raw is None else dict(json.loads(raw))

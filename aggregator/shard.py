@@ -18,12 +18,13 @@ import numpy as np
 import redis
 from numpy.typing import NDArray
 
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.state import StateKey, add_delta
-from ldptel.client.errors import LdptelError
+from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import FrequencyOracle, ReportBatch
-from ldptel.collector import keys
-from ldptel.collector.connection import SLOT_MOVED_ERRORS, node_client, refresh_slots
+from ldptel.store import codec, keys
+from ldptel.store.codec import CorruptEntryError
+from ldptel.store.connection import SLOT_MOVED_ERRORS, RedisClient, node_client, refresh_slots
+from ldptel.store.registry import Registry
 
 #: Support is counted on at most this many (report x support item) cells at once, so the
 #: oracle's temporaries stay bounded (memory flat in n) whatever the read size.
@@ -33,10 +34,6 @@ CELL_BUDGET = 1 << 24
 READ_BUDGET = 32 << 20
 #: Quarantined entries kept for inspection (approximate cap; XADD MAXLEN ~).
 QUARANTINE_MAXLEN = 100_000
-
-
-class CorruptEntryError(Exception):
-    """A stream entry that cannot be counted; the message is the quarantine reason."""
 
 
 @dataclass
@@ -63,50 +60,32 @@ class StepResult:
     lost: bool = False
 
 
-def _text(value: bytes) -> str:
-    return value.decode("ascii")
-
-
-def _integer(fields: dict[bytes, bytes], name: bytes, minimum: int) -> int:
-    raw = fields.get(name)
-    if raw is None:
-        raise CorruptEntryError(f"missing field {name.decode()}")
-    try:
-        value = int(raw)
-    except ValueError:
-        raise CorruptEntryError(f"field {name.decode()} is not an integer") from None
-    if value < minimum:
-        raise CorruptEntryError(f"field {name.decode()} must be >= {minimum}")
-    return value
-
-
 def parse_entry(registry: Registry, name: str, fields: dict[bytes, bytes]) -> Parsed:
-    """Decode one entry of the collector's contract (c, w, n, p, l); raises CorruptEntryError."""
-    for required in (b"c", b"w", b"n", b"p"):
-        if required not in fields:
-            raise CorruptEntryError(f"missing field {required.decode()}")
-    try:
-        config_id = _text(fields[b"c"])
-        level = _text(fields.get(b"l", b""))
-    except UnicodeDecodeError:
-        raise CorruptEntryError("config id or level is not ASCII") from None
-    config = registry.config(config_id)
+    """Decode one stream entry (ldptel.store.codec) and check it against the registry;
+    raises CorruptEntryError."""
+    entry = codec.decode(fields)
+    config = registry.config(entry.config_id)
     if config is None:
-        raise CorruptEntryError(f"unknown config id {config_id!r}")
+        raise CorruptEntryError(f"unknown config id {entry.config_id!r}")
     if config.name != name:
-        raise CorruptEntryError(f"config {config_id} belongs to campaign {config.name!r}")
-    window = _integer(fields, b"w", 0)
-    if window % config.window_seconds:
-        raise CorruptEntryError(f"window {window} is not a multiple of {config.window_seconds} s")
-    n = _integer(fields, b"n", 1)
-    oracle = registry.oracle(config_id, level)
-    if oracle is None:
-        raise CorruptEntryError(f"privacy level {level!r} is not defined by config {config_id}")
+        raise CorruptEntryError(f"config {entry.config_id} belongs to campaign {config.name!r}")
+    if entry.window % config.window_seconds:
+        raise CorruptEntryError(
+            f"window {entry.window} is not a multiple of {config.window_seconds} s"
+        )
     try:
-        batch = oracle.unpack(fields[b"p"], n)
+        oracle = registry.oracle(entry.config_id, entry.level)
+    except InvalidLevelError:
+        oracle = None
+    if oracle is None:
+        raise CorruptEntryError(
+            f"privacy level {entry.level!r} is not defined by config {entry.config_id}"
+        )
+    try:
+        batch = oracle.unpack(entry.packed, entry.n)
     except LdptelError as error:
         raise CorruptEntryError(str(error)) from None
-    return Parsed(StateKey(window, config_id, level), oracle, n, batch)
+    return Parsed(StateKey(entry.window, entry.config_id, entry.level), oracle, entry.n, batch)
 
 
 def _concatenate(batches: list[ReportBatch]) -> ReportBatch:
@@ -169,7 +148,7 @@ def group_support(
 class ShardStep:
     """Aggregation of one shard of one campaign by the holder of its lease."""
 
-    def __init__(self, client: Any, registry: Registry, name: str, shard: int) -> None:
+    def __init__(self, client: RedisClient, registry: Registry, name: str, shard: int) -> None:
         self.client = client
         self.registry = registry
         self.name = name
@@ -219,7 +198,7 @@ class ShardStep:
         if not entries:
             pipe.unwatch()
             return StepResult(caught_up=True)
-        payload = sum(len(fields.get(b"p", b"")) for _, fields in entries)
+        payload = sum(len(fields.get(codec.PACKED, b"")) for _, fields in entries)
         self._entry_bytes = max(self._entry_bytes or 0, payload // len(entries))
 
         result = StepResult(entries=len(entries), caught_up=len(entries) < count)

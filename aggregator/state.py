@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.collector import keys
+from ldptel.store import keys
 
 # One EVAL per state instead of one HINCRBY command per item: Python builds one command, and
 # the script text (not EVALSHA) keeps it safe inside MULTI, where a NOSCRIPT error would not

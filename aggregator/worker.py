@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.state import StateKey, pending_states, reported
-from ldptel.collector import keys
-from ldptel.collector.connection import REDIS_ERRORS
+from ldptel.store import keys
+from ldptel.store.connection import REDIS_ERRORS
+from ldptel.store.registry import Registry
 
 log = logging.getLogger("ldptel.aggregator")
 
@@ -105,7 +105,7 @@ class Worker:
     def run_pass(self) -> PassStats:
         """Drain every shard this worker can lease, then rebuild touched windows' reports."""
         stats = PassStats()
-        for name in self.registry.campaign_names():
+        for name in self.registry.names():
             for shard in range(self.registry.shard_count(name)):
                 if self.stopping:
                     break
@@ -163,7 +163,7 @@ class Worker:
     def _build_reports(self, stats: PassStats) -> None:
         """Rebuild the report of every window with state newer than its stored report
         (including windows a killed worker applied but never reported)."""
-        for name in self.registry.campaign_names():
+        for name in self.registry.names():
             shards = range(self.registry.shard_count(name))
             windows = {
                 StateKey.from_member(member).window

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import redis
 
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import build_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys
-from ldptel.collector.redis_server import RedisServer
+from ldptel.store import keys
+from ldptel.store.redis_server import RedisServer
+from ldptel.store.registry import Registry
 
 BATCH = 1000
 WINDOW = 1_700_006_400

@@ -27,8 +27,8 @@ import redis
 import requests
 
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys
-from ldptel.collector.redis_server import RedisServer, free_port
+from ldptel.store import keys
+from ldptel.store.redis_server import RedisServer, free_port
 
 ADMIN = "bench-admin-token-0123456789"
 

@@ -11,7 +11,7 @@ epsilon is rounded DOWN to a grid of 16 levels (0.01, 0.05, 0.1, 0.15, then 12 e
 from 0.2 to 1.0), so every user gets at least the privacy asked for. The grid's cost against
 per-user epsilons (information summed user by user) is reported too.
 
-Strategies (each a CampaignConfig with these levels; ldptel.client.simulation.simulate_levels
+Strategies (each a CampaignConfig with these levels; ldptel.analysis.simulation.simulate_levels
 perturbs and combines exactly as the SDK and the aggregator do):
 - optimal: each level at its epsilon, per-level estimates combined with inverse-variance
   weights;
@@ -39,8 +39,8 @@ import matplotlib
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.analysis.simulation import item_probabilities, simulate_levels, split_users
 from ldptel.client.campaign import CampaignConfig
-from ldptel.client.simulation import item_probabilities, simulate_levels, split_users
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt

@@ -57,7 +57,7 @@ def redis_url(url: str | None) -> str:
 
 def redis_client(url: str | None) -> Any:
     from ldptel.cli.main import CliError
-    from ldptel.collector.connection import REDIS_ERRORS, connect
+    from ldptel.store.connection import REDIS_ERRORS, connect
 
     try:
         return connect(redis_url(url))

@@ -8,6 +8,13 @@ import json
 import math
 import sys
 
+from ldptel.analysis.audit import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SAMPLED_PAIRS,
+    DEFAULT_SAMPLES,
+    AuditResult,
+    audit,
+)
 from ldptel.cli.oracle_options import (
     add_oracle_arguments,
     oracle_from_args,
@@ -16,13 +23,6 @@ from ldptel.cli.oracle_options import (
     rng_from_args,
 )
 from ldptel.cli.progress import ProgressLine
-from ldptel.client.audit import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_SAMPLED_PAIRS,
-    DEFAULT_SAMPLES,
-    AuditResult,
-    audit,
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

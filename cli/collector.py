@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "serve":
         return _serve(args)
     from ldptel.cli.main import CliError
-    from ldptel.collector.connection import REDIS_ERRORS
+    from ldptel.store.connection import REDIS_ERRORS
 
     try:
         return _token(args) if args.action == "token" else _campaign(args)
@@ -114,7 +114,7 @@ def _redis(url: str | None) -> Any:
             "no Redis: pass --redis-url, set LDPTEL_REDIS_URL, or run `ldptel collector serve` "
             "in this directory"
         )
-    from ldptel.collector.connection import connect
+    from ldptel.store.connection import connect
 
     return connect(url)
 
@@ -140,7 +140,7 @@ def _token(args: argparse.Namespace) -> int:
 def _campaign(args: argparse.Namespace) -> int:
     from ldptel.cli.main import CliError
     from ldptel.client.campaign import CampaignConfig
-    from ldptel.collector.registry import CampaignRetiredError, Registry
+    from ldptel.store.registry import CampaignRetiredError, Registry
 
     registry = Registry(_redis(args.redis_url))
     if args.campaign_action == "retire":

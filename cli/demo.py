@@ -275,13 +275,13 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     import redis
 
     from ldptel.aggregator.html import render_html
-    from ldptel.aggregator.registry import Registry
     from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
     from ldptel.aggregator.worker import Worker
     from ldptel.cli.report import write_page
     from ldptel.collector import create_app
-    from ldptel.collector.redis_server import RedisServer
+    from ldptel.store.redis_server import RedisServer
+    from ldptel.store.registry import Registry
 
     server = _step("starting redis-server", lambda: RedisServer(appendonly=False).start())
     stack.callback(server.cleanup)

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ldptel.analysis.simulation import build_oracle
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.base import check_epsilon, check_int
-from ldptel.client.simulation import build_oracle
 
 
 def add_oracle_arguments(parser: argparse.ArgumentParser, *, epsilon_required: bool = True) -> None:

@@ -41,13 +41,15 @@ def write_page(path: Path, page: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ldptel.aggregator.html import render_html
-    from ldptel.aggregator.registry import Registry
-    from ldptel.aggregator.report import build_window, iso, list_windows, parse_window
+    from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
+    from ldptel.store.registry import Registry
+    from ldptel.store.reports import iso, parse_window
 
     client = redis_client(args.redis_url)
     registry = Registry(client)
-    if registry.current_config_id(args.campaign) is None:
+    config = registry.current_config(args.campaign)
+    if config is None:
         raise ParameterError("campaign", f"unknown campaign {args.campaign!r}")
     windows = list_windows(client, registry, args.campaign)
     if args.list:
@@ -59,8 +61,6 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError("window", f"campaign {args.campaign!r} has no data yet")
         window = windows[-1]
     else:
-        config = registry.current_config(args.campaign)
-        assert config is not None  # checked above
         window = config.window_of(parse_window(args.window))
     document = build_window(client, registry, args.campaign, window, report_options(args))
     if args.json:

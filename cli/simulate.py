@@ -10,6 +10,19 @@ from typing import Any
 
 import numpy as np
 
+from ldptel.analysis.simulation import (
+    DISTRIBUTIONS,
+    Plan,
+    Simulation,
+    StrategyPlan,
+    build_oracle,
+    plan,
+    plan_levels,
+    simulate,
+    simulate_levels,
+    split_users,
+    true_counts,
+)
 from ldptel.cli.oracle_options import (
     add_oracle_arguments,
     oracle_from_args,
@@ -26,19 +39,6 @@ from ldptel.client.errors import LdptelError, ParameterError
 from ldptel.client.levels import STRATEGIES, check_levels
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.rappor import Rappor, RapporFit
-from ldptel.client.simulation import (
-    DISTRIBUTIONS,
-    Plan,
-    Simulation,
-    StrategyPlan,
-    build_oracle,
-    plan,
-    plan_levels,
-    simulate,
-    simulate_levels,
-    split_users,
-    true_counts,
-)
 
 DEFAULT_TOP = 20
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ldptel.client.errors import ParameterError
+from ldptel.client.errors import InvalidLevelError, ParameterError
 from ldptel.client.levels import check_levels, check_strategy, reporting_epsilon
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.auto import AutoOracle, choose_oracle
@@ -180,13 +180,21 @@ class CampaignConfig:
     def reporting_epsilon(self, level: str = "") -> float | None:
         """The epsilon a user at `level` randomizes with under the level strategy, or None if
         that level does not report (threshold). Without levels: "" -> the config's epsilon.
-        The one rule the SDK and the simulation share; raises ParameterError("level")."""
+
+        The level rule, the one place it is written (SDK, collector, aggregator and simulation
+        all come here): a level is required when the config declares levels, forbidden when
+        it declares none, and must be one of them; raises InvalidLevelError otherwise."""
         if not self.levels:
             if level:
-                raise ParameterError("level", "this campaign declares no privacy levels")
+                raise InvalidLevelError(
+                    "forbidden", f"campaign {self.name!r} declares no privacy levels"
+                )
             return self.epsilon
         if not level:
-            raise ParameterError("level", "this campaign requires a privacy level")
+            known = ", ".join(self.levels)
+            raise InvalidLevelError(
+                "required", f"campaign {self.name!r} requires a privacy level (one of {known})"
+            )
         return reporting_epsilon(self.levels, level, self.level_strategy, self.level_threshold)
 
     def level_oracle(self, level: str = "") -> FrequencyOracle | None:

@@ -43,9 +43,14 @@ class ValueTypeError(InvalidValueError, TypeError):
     """The value is not a string."""
 
 
-class InvalidLevelError(LdptelError):
-    """The privacy level is not one of the campaign's levels, is missing for a campaign that
-    declares levels, or is given for one that declares none (`field` is "level")."""
+class InvalidLevelError(ParameterError):
+    """The privacy level breaks the level rule (CampaignConfig.reporting_epsilon): `kind` is
+    "unknown" (not one of the campaign's levels), "required" (missing for a campaign that
+    declares levels) or "forbidden" (given for one that declares none)."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__("level", reason)
+        self.kind = kind
 
 
 class BudgetExhaustedError(LdptelError):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError
+from ldptel.client.errors import InvalidLevelError, ParameterError
 from ldptel.client.oracles.base import FrequencyOracle, check_epsilon
 
 LEVEL_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
@@ -78,7 +78,7 @@ def reporting_epsilon(
     asked for (Jorgensen et al. 2015, Sec. III: Minimum and Threshold)."""
     if level not in levels:
         known = ", ".join(sorted(levels)) or "none (send no level)"
-        raise ParameterError("level", f"unknown privacy level {level!r}; known: {known}")
+        raise InvalidLevelError("unknown", f"{level!r} is not a privacy level (known: {known})")
     own = levels[level]
     if strategy == "minimum":
         return min(levels.values())

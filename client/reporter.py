@@ -557,24 +557,16 @@ class Reporter:
         return index
 
     def _level_of(self, config: CampaignConfig, level: object) -> str:
-        """The level a report is made at ("" for a campaign without levels), checked."""
+        """The level a report is made at ("" for a campaign without levels), checked by the
+        campaign's level rule. The Reporter's own level applies only to campaigns that
+        declare levels; a level passed to report() applies to every campaign."""
         if level is not None:
             name = _check_level_name(level)
-            if not config.levels:
-                raise InvalidLevelError(
-                    "level", f"campaign {config.name!r} declares no privacy levels"
-                )
         elif config.levels:
             name = self._level or ""
         else:
-            return ""  # the Reporter's level is for the campaigns that declare levels
-        if name not in config.levels:
-            known = ", ".join(config.levels)
-            if not name:
-                reason = f"campaign {config.name!r} requires a privacy level (one of {known})"
-            else:
-                reason = f"{name!r} is not a privacy level of campaign {config.name!r} ({known})"
-            raise InvalidLevelError("level", reason)
+            return ""
+        config.reporting_epsilon(name)  # raises InvalidLevelError
         return name
 
     def _level_state(self, active: _Active, level: str, conn: sqlite3.Connection) -> _Level | None:

@@ -1,7 +1,7 @@
 """ldptel collector: the Flask service that receives randomized reports.
 
-`create_app` and `CollectorConfig` load on first use, so `ldptel.collector.keys` and
-`ldptel.collector.redis_server` stay importable without Flask (the aggregator uses them).
+`create_app` and `CollectorConfig` load on first use, so `ldptel.store.keys` and
+`ldptel.store.redis_server` stay importable without Flask (the aggregator uses them).
 """
 
 from __future__ import annotations

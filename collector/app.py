@@ -24,12 +24,12 @@ from ldptel.client.errors import LdptelError
 from ldptel.collector import metrics
 from ldptel.collector.auth import IngestAuth, RateLimit, check_admin, create_token
 from ldptel.collector.body import check_headers, gunzip_capped, parse_json, read_capped
-from ldptel.collector.connection import connect as redis_connect
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.collector.ingest import Ingestor, check_idempotency_key, parse_batch
-from ldptel.collector.registry import CampaignRetiredError, Registry
 from ldptel.collector.reports_api import register_reports_api
 from ldptel.collector.settings import CollectorConfig, as_config
+from ldptel.store.connection import connect as redis_connect
+from ldptel.store.registry import CampaignRetiredError, Registry
 
 ACCESS_LOG = logging.getLogger("ldptel.collector.access")
 ERROR_LOG = logging.getLogger("ldptel.collector")
@@ -38,7 +38,7 @@ EXTENSION = "ldptel.collector"
 
 def connect(config: CollectorConfig) -> Any:
     """A client with its own connection pool (one per worker process, made after fork); a
-    Redis Cluster client for a `redis+cluster://` URL (collector/connection.py).
+    Redis Cluster client for a `redis+cluster://` URL (store/connection.py).
 
     One quick retry reconnects a pooled connection that a Redis restart broke; an ingest
     script that ran but whose reply was lost is then answered from its idempotency mark.
@@ -247,12 +247,12 @@ def _register_campaigns(app: Flask) -> None:
         headers = {"ETag": etag, "Cache-Control": cache}
         if _etag_matches(request.headers.get("If-None-Match", ""), campaign.config_id):
             return Response(status=304, headers=headers)
-        active = collector.registry.config(campaign.config_id)
-        if active is None:
+        config = collector.registry.config(campaign.config_id)
+        if config is None:
             raise ApiError(
                 404, "campaign", "config missing from the registry", code="unknown_config"
             )
-        response = jsonify({**active.config.to_dict(), "config_id": campaign.config_id})
+        response = jsonify({**config.to_dict(), "config_id": campaign.config_id})
         response.headers.update(headers)
         return response
 

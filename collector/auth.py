@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldptel.client.campaign import NAME_PATTERN
-from ldptel.collector import keys
 from ldptel.collector.errors import ApiError
+from ldptel.store import keys
 
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,256}$")
 

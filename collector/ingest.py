@@ -1,9 +1,10 @@
 """Ingestion: validate a client batch against its campaign's config and append it to one
 stream shard together with its idempotency mark, atomically, in one round trip.
 
-A stored entry holds only `c` (config id), `w` (window start), `n`, `p` (packed reports) and
-`l` (privacy level). Its stream id is not Redis's arrival-time id but `<window start ms>-<seq>`,
-so nothing stored reveals when within its window a batch arrived (docs/collector.md).
+A stored entry holds only what ldptel.store.codec encodes (config id, window start, n, the
+packed reports, privacy level). Its stream id is not Redis's arrival-time id but
+`<window start ms>-<seq>`, so nothing stored reveals when within its window a batch arrived
+(docs/collector.md).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any
 
 import xxhash
 
-from ldptel.client.campaign import NAME_PATTERN
-from ldptel.client.errors import LdptelError
+from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
+from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import FrequencyOracle
-from ldptel.collector import keys
 from ldptel.collector.auth import RateLimit
 from ldptel.collector.errors import ApiError, bad_request
-from ldptel.collector.registry import ActiveConfig, Registry
+from ldptel.store import codec, keys
+from ldptel.store.connection import RedisClient
+from ldptel.store.registry import Registry
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 CONFIG_ID = re.compile(r"^[0-9a-f]{16}$")
@@ -32,8 +34,8 @@ BATCH_FIELDS = frozenset({"campaign", "config_id", "reports", "level"})
 # KEYS[1] idempotency mark, KEYS[2] stream, KEYS[3] the token's rate counter, KEYS[4] the
 # aggregator's checkpoint: all in the {campaign:shard} slot, so one round trip counts,
 # deduplicates and stores (Redis Cluster-safe).
-# ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 c, 5 w, 6 p, 7 l,
-# 8 rate limit of this shard (0 = none), 9 counter expiry (s).
+# ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 rate limit of this shard
+# (0 = none), 5 counter expiry (s), 6... the entry's field/value pairs (ldptel.store.codec).
 # Returns {0, n} stored, {1, n} a duplicate of a stored batch, {2, count} over the rate limit.
 # Every request that reaches the script counts against the limit, retries included.
 # The entry id is <window start ms>-0, or, when the stream's last id is already at or past
@@ -45,10 +47,10 @@ BATCH_FIELDS = frozenset({"campaign", "config_id", "reports", "level"})
 # restart below the checkpoint and the aggregator would never read the new entries: the
 # checkpoint is a floor for the last id too.
 _INGEST = """
-if tonumber(ARGV[8]) > 0 then
+if tonumber(ARGV[4]) > 0 then
   local count = redis.call('INCR', KEYS[3])
-  if count == 1 then redis.call('EXPIRE', KEYS[3], ARGV[9]) end
-  if count > tonumber(ARGV[8]) then return {2, count} end
+  if count == 1 then redis.call('EXPIRE', KEYS[3], ARGV[5]) end
+  if count > tonumber(ARGV[4]) then return {2, count} end
 end
 local seen = redis.call('GET', KEYS[1])
 if seen then return {1, seen} end
@@ -77,8 +79,7 @@ if tonumber(ARGV[3]) > last_ms then
 else
   id = string.format('%d-%d', last_ms, last_seq + 1)
 end
-redis.call('XADD', KEYS[2], id, 'c', ARGV[4], 'w', ARGV[5], 'n', ARGV[1], 'p', ARGV[6],
-  'l', ARGV[7])
+redis.call('XADD', KEYS[2], id, unpack(ARGV, 6))
 redis.call('SET', KEYS[1], ARGV[1], 'EXAT', ARGV[2])
 return {0, ARGV[1]}
 """
@@ -136,18 +137,18 @@ def parse_batch(data: object, max_reports: int) -> Batch:
     return Batch(campaign, config_id, reports, level)
 
 
-def level_oracle(active: ActiveConfig, level: str) -> FrequencyOracle:
-    """The oracle that validates a batch at `level` (docs/personalized-privacy.md): a level
-    is required if the config declares levels, and forbidden if it declares none."""
-    if not active.config.levels:
-        if level:
-            raise bad_request("level", "this campaign's config declares no privacy levels")
-        return active.oracle
-    if not level:
-        raise bad_request("level", "is required: this campaign's config declares privacy levels")
-    if level not in active.levels:
-        raise ApiError(409, "level", "unknown privacy level for this config", code="unknown_level")
-    oracle = active.levels[level]
+def level_oracle(registry: Registry, config: CampaignConfig, level: str) -> FrequencyOracle:
+    """The oracle that validates a batch at `level`, by the config's level rule
+    (docs/personalized-privacy.md): 400 for a missing or forbidden level, 409 for a level
+    the config does not define or that does not report."""
+    try:
+        oracle = registry.oracle(config.config_id, level)
+    except InvalidLevelError as error:
+        if error.kind != "unknown":
+            raise bad_request("level", error.reason) from error
+        raise ApiError(
+            409, "level", "unknown privacy level for this config", code="unknown_level"
+        ) from error
     if oracle is None:
         raise ApiError(
             409,
@@ -169,7 +170,7 @@ class Ingestor:
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         registry: Registry,
         *,
         idempotency_seconds: int,
@@ -180,7 +181,7 @@ class Ingestor:
         self.rate_limit = rate_limit
         self._ingest = redis.register_script(_INGEST)
 
-    def active_config(self, batch: Batch) -> ActiveConfig:
+    def active_config(self, batch: Batch) -> CampaignConfig:
         """The config the batch is stamped with, if it is its campaign's active one."""
         campaign = self.registry.campaign(batch.campaign)
         if campaign is not None and campaign.config_id != batch.config_id:
@@ -192,7 +193,7 @@ class Ingestor:
             raise ApiError(409, "campaign", "retired campaign", code="retired_campaign")
         if campaign.config_id != batch.config_id:
             known = self.registry.config(batch.config_id)
-            if known is not None and known.config.name == batch.campaign:
+            if known is not None and known.name == batch.campaign:
                 raise ApiError(409, "config_id", "retired config", code="retired_config")
             raise ApiError(409, "config_id", "unknown config", code="unknown_config")
         active = self.registry.config(batch.config_id)
@@ -205,8 +206,8 @@ class Ingestor:
     ) -> Stored:
         """Validate every report with the oracle, then count the token's request and append
         the batch; 400 on a bad report, 429 over the rate limit."""
-        active = self.active_config(batch)
-        oracle = level_oracle(active, batch.level)
+        config = self.active_config(batch)
+        oracle = level_oracle(self.registry, config, batch.level)
         try:
             packed = oracle.pack(oracle.decode(batch.reports))
         except LdptelError as error:
@@ -214,7 +215,6 @@ class Ingestor:
         except (TypeError, ValueError, OverflowError, KeyError, IndexError) as error:
             # An oracle's decoder should raise ReportError; never let odd input become a 500.
             raise bad_request("reports", "malformed report", code="invalid_report") from error
-        config = active.config
         now = time.time() if now is None else now
         window = config.window_of(now)
         shard = shard_of(idempotency_key, config.shards)
@@ -229,8 +229,9 @@ class Ingestor:
                 keys.checkpoint(batch.campaign, shard),
             ],
             args=[
-                n, expires, window * 1000, batch.config_id, window, packed, batch.level,
+                n, expires, window * 1000,
                 limit.per_shard(config.shards) if limit.limit else 0, limit.seconds + 1,
+                *codec.flat(codec.StreamEntry(batch.config_id, window, n, packed, batch.level)),
             ],
         )  # fmt: skip
         if outcome == 2:

@@ -1,7 +1,7 @@
 """Read-only access to the aggregator's stored window reports:
 `GET /v1/campaigns/<name>/reports/<window>` with the analyst (or admin) token.
 
-The aggregator writes one JSON document per (campaign, window) to keys.report; this serves
+The aggregator stores one JSON document per (campaign, window) (ldptel.store.reports); this serves
 those bytes unchanged. <window> is the window start in unix seconds or an ISO date/time
 (any instant inside the window works: it is aligned to the campaign's window length).
 """
@@ -14,10 +14,10 @@ import hmac
 from flask import Flask, Response, current_app, request
 
 from ldptel.client.errors import ParameterError
-from ldptel.collector import keys
 from ldptel.collector.auth import bearer_token
 from ldptel.collector.errors import ApiError, bad_request
 from ldptel.collector.settings import CollectorConfig
+from ldptel.store import reports
 
 
 def check_analyst(authorization: str | None, settings: CollectorConfig) -> None:
@@ -38,22 +38,21 @@ def register_reports_api(app: Flask) -> None:
 
     @app.get("/v1/campaigns/<name>/reports/<window>")
     def get_window_report(name: str, window: str) -> Response:
-        from ldptel.aggregator.report import parse_window
         from ldptel.collector.app import EXTENSION
 
         collector = current_app.extensions[EXTENSION]
         check_analyst(request.headers.get("Authorization"), collector.config)
         try:
-            start = parse_window(window)
+            start = reports.parse_window(window)
         except ParameterError as error:
             raise bad_request("window", error.reason) from error
         campaign = collector.registry.campaign(name, fresh=True)
         if campaign is None:
             raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
-        active = collector.registry.config(campaign.config_id)
-        if active is not None:
-            start = active.config.window_of(start)
-        document = collector.redis.get(keys.report(name, start))
+        config = collector.registry.config(campaign.config_id)
+        if config is not None:
+            start = config.window_of(start)
+        document = reports.load(collector.redis, name, start)
         if document is None:
             raise ApiError(404, "window", "no report for this window yet", code="no_report")
         return Response(

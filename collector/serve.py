@@ -81,7 +81,7 @@ class CollectorApplication(BaseApplication):  # type: ignore[misc]
 def private_redis(data_dir: Path) -> Iterator[str]:
     """A redis-server with its AOF in `data_dir`/redis; its URL is written to
     `data_dir`/redis.url for the other `ldptel` commands while it runs."""
-    from ldptel.collector.redis_server import RedisServer
+    from ldptel.store.redis_server import RedisServer
 
     server = RedisServer(data_dir / "redis", appendonly=True).start()
     url_file = data_dir / REDIS_URL_FILE

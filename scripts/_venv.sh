@@ -19,8 +19,3 @@ ensure_chromium() {  # Debian's Chromium for the headless-browser test of the HT
     echo "chromium not found: install it (apt-get install chromium) for the HTML report test" >&2
   fi
 }
-
-typecheck_tree() {  # mypy cannot follow setuptools' editable finder: mirror the package-dir map
-  mkdir -p build/typecheck/ldptel
-  for part in client collector aggregator cli; do ln -sfn "../../../$part" "build/typecheck/ldptel/$part"; done
-}

@@ -16,7 +16,7 @@ def redis_url() -> Iterator[str]:
     if os.environ.get("REDIS_URL"):
         yield os.environ["REDIS_URL"]
         return
-    from ldptel.collector.redis_server import RedisServer
+    from ldptel.store.redis_server import RedisServer
 
     with RedisServer(appendonly=False) as server:
         yield server.url
@@ -37,11 +37,11 @@ def redis_client(redis_url: str) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def redis_cluster_url() -> Iterator[str]:
     """URL of a real Redis Cluster: $REDIS_CLUSTER_URL, or three masters on loopback started
-    for this session (redis+cluster://, collector/connection.py)."""
+    for this session (redis+cluster://, store/connection.py)."""
     if os.environ.get("REDIS_CLUSTER_URL"):
         yield os.environ["REDIS_CLUSTER_URL"]
         return
-    from ldptel.collector.redis_server import LocalCluster
+    from ldptel.store.redis_server import LocalCluster
 
     with LocalCluster(masters=3) as cluster:
         yield cluster.url
@@ -50,7 +50,7 @@ def redis_cluster_url() -> Iterator[str]:
 @pytest.fixture
 def cluster_client(redis_cluster_url: str) -> Iterator[Any]:
     """A cluster client on a flushed cluster (every master), flushed again after the test."""
-    from ldptel.collector.connection import connect
+    from ldptel.store.connection import connect
 
     client = connect(redis_cluster_url)
     client.flushdb()

@@ -22,15 +22,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-#: Source folder -> import package (pyproject.toml's package-dir).
-PACKAGES = {"client": "ldptel.client", "collector": "ldptel.collector",
-            "aggregator": "ldptel.aggregator", "cli": "ldptel.cli"}  # fmt: skip
+#: Source folder -> import package (ldptel/ links each one in, docs/architecture.md).
+PARTS = ("client", "store", "collector", "aggregator", "analysis", "cli")
+PACKAGES = {part: f"ldptel.{part}" for part in PARTS}
 DATA_FILES = [
     "ldptel/collector/openapi.yaml",
     "ldptel/aggregator/report_template.html",
     "ldptel/client/py.typed",
     "ldptel/collector/py.typed",
     "ldptel/aggregator/py.typed",
+    "ldptel/store/py.typed",
+    "ldptel/analysis/py.typed",
+    "ldptel/py.typed",
 ]
 
 # Runs inside the fresh venv: import every module of the wheel, report where each came from.
@@ -60,7 +63,7 @@ def run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def source_modules() -> list[str]:
     """Every module the source tree maps into the ldptel namespace."""
-    names = []
+    names = ["ldptel"]
     for folder, package in PACKAGES.items():
         for path in sorted((REPO / folder).rglob("*.py")):
             parts = path.relative_to(REPO / folder).with_suffix("").parts
@@ -75,8 +78,8 @@ def source_modules() -> list[str]:
 def copy_sources(target: Path) -> None:
     """What the wheel is built from, outside the shared working tree (no build/ left there)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in PACKAGES:
-        shutil.copytree(REPO / folder, target / folder, ignore=ignore)
+    for folder in (*PACKAGES, "ldptel"):
+        shutil.copytree(REPO / folder, target / folder, ignore=ignore, symlinks=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, target / name)
 

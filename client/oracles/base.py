@@ -224,7 +224,7 @@ class FrequencyOracle(ABC):
         None means f_v = 0 for every item (the term most often quoted).
         """
 
-    # -- privacy audit (ldptel.client.audit) -----------------------------------------------
+    # -- privacy audit (ldptel.analysis.audit) -----------------------------------------------
     # The events partition the reports for the unordered pair {value, other}: swapping the
     # two arguments must give the SAME events in the same order (e.g. order them by
     # min(value, other), max(value, other)), so that audit_probabilities(value, other) and

@@ -330,7 +330,7 @@ class Rappor(FrequencyOracle):
         """Decode the candidates' counts (see RapporFit), testing each at level alpha / d.
         `lasso` (select candidates first) defaults to True when there are more candidates
         than a quarter of the (cohort, bit) cells."""
-        from ldptel.client.oracles.rappor_fit import fit_candidates
+        from ldptel.client.oracles.rappor_decode import fit_candidates
 
         key = (np.asarray(support, dtype=np.int64).tobytes(), alpha, lasso)
         last = self._last_fit
@@ -358,7 +358,7 @@ class Rappor(FrequencyOracle):
     ) -> NDArray[np.float64]:
         """Approximate variance of the unconstrained least-squares fit on all candidates,
         with n/m reports per cohort; infinite when the design cannot separate them."""
-        from ldptel.client.oracles.rappor_fit import design_variance
+        from ldptel.client.oracles.rappor_decode import design_variance
 
         return design_variance(self, n, frequencies)
 

@@ -1,5 +1,5 @@
 """Test helpers: a campaign registry and stream entries written exactly as the collector
-writes them (collector/keys.py names; fields c, w, n, p, l)."""
+writes them (ldptel.store.keys names, ldptel.store.codec fields)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.oracles import ReportBatch
-from ldptel.collector import keys
+from ldptel.store import codec, keys
 
 
 def make_config(name: str = "screens", **overrides: Any) -> CampaignConfig:
@@ -48,8 +48,8 @@ def append(
     """Append one validated client batch as one stream entry."""
     oracle = config.build_oracle()
     n = len(next(iter(batch.values())))
-    fields = {"c": config.config_id, "w": window, "n": n, "p": oracle.pack(batch), "l": level}
-    return bytes(client.xadd(keys.stream(config.name, shard), fields))
+    entry = codec.StreamEntry(config.config_id, window, n, oracle.pack(batch), level)
+    return bytes(client.xadd(keys.stream(config.name, shard), codec.encode(entry)))
 
 
 def simulate(

@@ -13,13 +13,13 @@ from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator import shard as shard_module
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import build_window, load_window
 from ldptel.aggregator.shard import ShardStep
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.aggregator.worker import Worker
-from ldptel.collector import keys
-from ldptel.collector.connection import connect
+from ldptel.store import keys
+from ldptel.store.connection import connect
+from ldptel.store.registry import Registry
 
 pytestmark = pytest.mark.slow
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from stream_entries import append, make_config, register
 
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window, item_statistics, significance_z
 from ldptel.aggregator.worker import Worker
 from ldptel.client.oracles import ORACLES
+from ldptel.store.registry import Registry
 
 WINDOWS = 300
 N = 2000

@@ -13,9 +13,9 @@ import pytest
 from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.html import nice_step, render_html
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import ReportOptions, build_window
 from ldptel.aggregator.worker import Worker
+from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

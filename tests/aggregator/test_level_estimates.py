@@ -13,7 +13,6 @@ from scipy import stats
 from stream_entries import make_config, register
 
 from ldptel.aggregator.html import render_html
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import (
     NOT_ENOUGH,
     build_window,
@@ -26,7 +25,8 @@ from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.oracles import FrequencyOracle
-from ldptel.collector import keys
+from ldptel.store import keys
+from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400
 DAY = 86_400

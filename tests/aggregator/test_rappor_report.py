@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from stream_entries import make_config, register, simulate
 
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import DECODER_FIT, ReportOptions, build_window, significance_z
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
+from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400
 #: Four candidates people hold, then eight decoys nobody holds.

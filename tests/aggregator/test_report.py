@@ -13,18 +13,18 @@ from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.consistency import consistent, norm_mul, norm_sub
 from ldptel.aggregator.privacy import default_delta, shuffle_amplification
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.report import (
     NOT_ENOUGH,
     ReportOptions,
     build_window,
     load_window,
-    parse_window,
     privacy_sentences,
     significance_z,
 )
 from ldptel.aggregator.worker import Worker
 from ldptel.client.errors import ParameterError
+from ldptel.store.registry import Registry
+from ldptel.store.reports import parse_window
 
 WINDOW = 1_700_006_400
 ITEM_FIELDS = {

@@ -9,11 +9,11 @@ import pytest
 from stream_entries import append, dump_states, make_config, register, simulate
 
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.registry import Registry
 from ldptel.aggregator.shard import ShardStep
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
-from ldptel.collector import keys
+from ldptel.store import keys
+from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400  # a day boundary
 

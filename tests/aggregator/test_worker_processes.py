@@ -16,7 +16,7 @@ import pytest
 from stream_entries import dump_states, make_config, register, simulate
 
 from ldptel.aggregator.worker import Worker
-from ldptel.collector import keys
+from ldptel.store import keys
 
 WINDOW = 1_700_006_400
 

@@ -15,7 +15,7 @@ from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
-from ldptel.collector.redis_server import RedisServer
+from ldptel.store.redis_server import RedisServer
 
 WINDOW = 1_700_006_400
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from ldptel_command import ldptel, one_line_error
 
+from ldptel.analysis.simulation import build_oracle
 from ldptel.client.oracles import ORACLES
-from ldptel.client.simulation import build_oracle
 
 ITEM_KEYS = {"item", "true", "estimate", "variance", "stderr"}
 

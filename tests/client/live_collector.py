@@ -16,7 +16,7 @@ from typing import Any
 from collector_api import Api, ServerThread, campaign_config, collector_app
 
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys
+from ldptel.store import keys
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]

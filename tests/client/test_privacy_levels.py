@@ -14,12 +14,12 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from ldptel.client.audit import audit, exact_audit
+from ldptel.analysis.audit import audit, exact_audit
+from ldptel.analysis.simulation import plan_levels, simulate_levels, simulate_support, split_users
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.levels import MAX_LEVELS, Combination, LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle
-from ldptel.client.simulation import plan_levels, simulate_levels, simulate_support, split_users
 
 LEVELS = {"high": 0.25, "medium": 1.0, "low": 3.0}
 USERS = {"high": 3000, "medium": 2000, "low": 500}

@@ -20,7 +20,7 @@ from ldptel.client import ledger, memo
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError, InvalidLevelError, LdptelError
 from ldptel.client.statedb import open_state, transaction
-from ldptel.collector import keys
+from ldptel.store import keys
 
 LEVELS = {"high": 0.5, "medium": 1.0, "low": 2.0}
 LABELS = [f"item-{i}" for i in range(64)]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ldptel.collector import keys
 from ldptel.collector.auth import IngestAuth, create_token, revoke_token, token_hash
 from ldptel.collector.errors import ApiError
+from ldptel.store import keys
 
 
 class Clock:

@@ -8,8 +8,8 @@ import pytest
 from collector_api import Api, campaign_config
 
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys
 from ldptel.collector.auth import token_hash
+from ldptel.store import keys
 
 
 def error_of(response: Any) -> tuple[str, str]:

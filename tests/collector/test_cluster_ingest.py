@@ -14,10 +14,10 @@ import redis
 from collector_api import Api, ServerThread, batch, campaign_config, collector_app
 
 from ldptel.client.errors import ParameterError
-from ldptel.collector import keys
-from ldptel.collector.connection import REDIS_ERRORS, connect, is_cluster_url
 from ldptel.collector.ingest import shard_of
-from ldptel.collector.redis_server import free_port
+from ldptel.store import keys
+from ldptel.store.connection import REDIS_ERRORS, connect, is_cluster_url
+from ldptel.store.redis_server import free_port
 
 SHARDS = 6
 BATCHES = 24

@@ -28,10 +28,10 @@ import pytest
 from collector_api import DOMAIN, wait_until_up
 
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys
 from ldptel.collector.auth import create_token
-from ldptel.collector.redis_server import free_port
-from ldptel.collector.registry import Registry
+from ldptel.store import keys
+from ldptel.store.redis_server import free_port
+from ldptel.store.registry import Registry
 
 SENDERS = 4
 

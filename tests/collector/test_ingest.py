@@ -15,8 +15,8 @@ import requests
 from collector_api import Api, batch, campaign_config, serve
 
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys
 from ldptel.collector.ingest import shard_of
+from ldptel.store import keys
 
 Campaign = tuple[str, str]
 

@@ -10,7 +10,7 @@ import requests
 from collector_api import Api, campaign_config
 
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys
+from ldptel.store import keys
 
 LEVELS = {"high": 0.5, "medium": 1.0, "low": 2.0}
 #: OLH derives g from epsilon, so each level has its own report range: g = 3, 4, 8.

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from collector_api import Api, batch, serve
 
-from ldptel.collector.redis_server import free_port
+from ldptel.store.redis_server import free_port
 
 Campaign = tuple[str, str]
 USER_AGENT = "TelemetryTestAgent/9.9 (device-serial-XYZ123)"

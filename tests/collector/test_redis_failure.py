@@ -13,8 +13,8 @@ import redis
 import requests
 from collector_api import Api, batch, serve
 
-from ldptel.collector import keys
-from ldptel.collector.redis_server import RedisServer
+from ldptel.store import keys
+from ldptel.store.redis_server import RedisServer
 
 BATCHES = 120
 

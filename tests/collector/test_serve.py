@@ -14,7 +14,7 @@ import pytest
 import requests
 from collector_api import DOMAIN, batch, wait_until_up
 
-from ldptel.collector.redis_server import free_port
+from ldptel.store.redis_server import free_port
 
 
 def ldptel(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from ldptel.client.campaign import CampaignConfig
-from ldptel.collector import keys, redis_server
 from ldptel.collector.ingest import Batch, Ingestor
-from ldptel.collector.registry import Registry
+from ldptel.store import keys, redis_server
+from ldptel.store.registry import Registry
 
 WINDOW = 3600
 T0 = 1_700_000_000.0  # any instant; windows are computed from it

@@ -27,9 +27,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from ldptel.analysis.simulation import item_probabilities
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import ReportBatch
-from ldptel.client.simulation import item_probabilities
 
 ALPHA = 1e-3
 Z_LIMIT = 4.0

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
+from ldptel.analysis.simulation import build_oracle
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.auto import NEAR_TIE, choose_oracle
-from ldptel.client.simulation import build_oracle
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])

@@ -27,10 +27,10 @@ from contract_checks import (
 )
 from scipy import stats
 
+from ldptel.analysis.simulation import build_oracle
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.base import ReportBatch
-from ldptel.client.simulation import build_oracle
 
 NAMES = sorted(ORACLES)
 #: Oracles that claim an exactly unbiased estimate with exactly `variance` (full RAPPOR's

@@ -17,7 +17,7 @@ from contract_checks import Z_LIMIT, event_z
 from numpy.typing import NDArray
 from scipy import stats
 
-from ldptel.client.audit import exact_audit, sampled_audit
+from ldptel.analysis.audit import exact_audit, sampled_audit
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.histogram import (

@@ -12,7 +12,7 @@ from contract_checks import Z_LIMIT, event_z, variance_ratios, z_scores
 from numpy.typing import NDArray
 from scipy.linalg import hadamard
 
-from ldptel.client.audit import exact_audit, sampled_audit
+from ldptel.analysis.audit import exact_audit, sampled_audit
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles.hr import HadamardResponse, fwht, parity
 

@@ -11,7 +11,7 @@ from contract_checks import Z_LIMIT, event_z, variance_ratios, z_scores
 from numpy.typing import NDArray
 
 import ldptel.client.oracles.local_hashing as local_hashing
-from ldptel.client.audit import exact_audit, sampled_audit
+from ldptel.analysis.audit import exact_audit, sampled_audit
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.hashing import item_key, lh_hash_scalar
 from ldptel.client.oracles import make_oracle

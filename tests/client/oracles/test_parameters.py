@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ldptel.analysis.simulation import build_oracle
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import ORACLES
 from ldptel.client.oracles.base import MAX_EPSILON
-from ldptel.client.simulation import build_oracle
 
 NAMES = sorted(ORACLES)
 EXAMPLES = settings(max_examples=40, deadline=None)

@@ -12,7 +12,7 @@ import pytest
 from contract_checks import Z_LIMIT, event_z
 from scipy import stats
 
-from ldptel.client.audit import exact_audit
+from ldptel.analysis.audit import exact_audit
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.oracles.rappor import Rappor, RapporClient, one_report_epsilon
 
@@ -284,3 +284,19 @@ def test_vectors() -> None:
             {"cohort": np.array([case["cohort"]], np.uint32), "bits": np.packbits(irr, axis=1)}
         )
         assert encoded == [case["report"]]
+
+
+def test_nnls_is_lawson_hanson_as_scipy_computes_it() -> None:
+    # The decode needs no scipy (docs/protocol.md); its NNLS must give scipy's answer.
+    from scipy.optimize import nnls as scipy_nnls
+
+    from ldptel.client.oracles.rappor_decode import nnls
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        rows = int(rng.integers(4, 60))
+        matrix = rng.normal(size=(rows, int(rng.integers(1, rows + 1))))
+        target = rng.normal(size=rows)
+        ours = nnls(matrix, target, maxiter=50 * matrix.shape[1])
+        assert (ours >= 0).all()
+        np.testing.assert_allclose(ours, scipy_nnls(matrix, target)[0], atol=1e-9)

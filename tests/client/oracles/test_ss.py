@@ -14,7 +14,7 @@ from contract_checks import Z_LIMIT, event_z, variance_ratios, z_scores
 from numpy.typing import NDArray
 from scipy import stats
 
-from ldptel.client.audit import exact_audit, sampled_audit
+from ldptel.analysis.audit import exact_audit, sampled_audit
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.oracles.ss import SubsetSelection, default_subset_size
 from ldptel.client.randomness import Rng, SecureRandom

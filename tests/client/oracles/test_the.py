@@ -12,7 +12,7 @@ import pytest
 from contract_checks import Z_LIMIT, variance_ratios, z_scores
 from numpy.typing import NDArray
 
-from ldptel.client.audit import exact_audit
+from ldptel.analysis.audit import exact_audit
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.base import PureOracle, ReportBatch

@@ -15,7 +15,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from ldptel.client.audit import exact_audit
+from ldptel.analysis.audit import exact_audit
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.unary import (

@@ -1,4 +1,5 @@
-"""The campaign registry in Redis (DESIGN.md, "Campaigns and configs").
+"""The campaign registry in Redis (DESIGN.md, "Campaigns and configs"): the collector writes
+it and validates against it, the aggregator reads it; one type for both.
 
 `keys.config(id)` holds a config's canonical JSON forever (configs are immutable);
 `keys.campaign(name)` says which config is active and whether the campaign is retired.
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import LdptelError
 from ldptel.client.oracles import FrequencyOracle
-from ldptel.collector import keys
+from ldptel.store import keys
+from ldptel.store.connection import RedisClient, text
 
 # One key only: compare the active config and switch it atomically.
 _ACTIVATE = """
@@ -45,31 +47,20 @@ class Campaign:
     created: int
 
 
-@dataclass(frozen=True)
-class ActiveConfig:
-    """A config with its oracle, built once per worker (configs never change)."""
-
-    config_id: str
-    config: CampaignConfig
-    oracle: FrequencyOracle
-    #: Per privacy level, the oracle its reports use (None: the level does not report).
-    levels: Mapping[str, FrequencyOracle | None] = field(default_factory=dict)
-
-
 class CampaignRetiredError(Exception):
     """A retired campaign cannot get a new config."""
 
 
 class Registry:
-    """Campaigns and configs in Redis, with a short per-process cache for the ingest path.
-
-    The cache means a new active config or a retirement reaches every worker within
-    `cache_seconds`; the worker that made the change sees it at once.
+    """Campaigns and configs in Redis. Configs are immutable, so a config and its oracles are
+    cached for the life of the process; a campaign's record (its active config, retired or
+    not) is cached for `cache_seconds`, so a change reaches every collector worker within
+    that time (the worker that made it sees it at once; `fresh=True` reads through).
     """
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         *,
         cache_seconds: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
@@ -80,7 +71,8 @@ class Registry:
         self._activate = redis.register_script(_ACTIVATE)
         self._retire = redis.register_script(_RETIRE)
         self._campaigns: dict[str, tuple[float, Campaign | None]] = {}
-        self._configs: dict[str, ActiveConfig] = {}
+        self._configs: dict[str, CampaignConfig | None] = {}
+        self._oracles: dict[tuple[str, str], FrequencyOracle | None] = {}
 
     # -- writes (admin) --------------------------------------------------------------------
     def create(self, config: CampaignConfig) -> tuple[str, bool]:
@@ -120,25 +112,64 @@ class Registry:
         if record:
             campaign = Campaign(
                 name=name,
-                config_id=record[b"config_id"].decode(),
+                config_id=text(record[b"config_id"]),
                 retired=record.get(b"retired") == b"1",
                 created=int(record.get(b"created", b"0")),
             )
         self._campaigns[name] = (now + self.cache_seconds, campaign)
         return campaign
 
-    def config(self, config_id: str) -> ActiveConfig | None:
-        """A stored config by id, with its oracle; cached for the life of the process."""
-        if config_id in self._configs:
-            return self._configs[config_id]
+    def config(self, config_id: str) -> CampaignConfig | None:
+        """The config stored under `config_id`; None if unknown, invalid or not matching its
+        id (a corrupt registry). A known config is cached for the life of the process; an
+        unknown id is not (it may be created later)."""
+        config = self._configs.get(config_id)
+        if config is None:
+            config = self._load(config_id)
+            if config is not None:
+                self._configs[config_id] = config
+        return config
+
+    def _load(self, config_id: str) -> CampaignConfig | None:
         raw = self.redis.get(keys.config(config_id))
-        if raw is None:  # not cached: the id may be created later
+        if raw is None:
             return None
-        config = CampaignConfig.from_dict(json.loads(raw))
-        levels = {level: config.level_oracle(level) for level in config.levels}
-        active = ActiveConfig(config_id, config, config.build_oracle(), levels)
-        self._configs[config_id] = active
-        return active
+        try:
+            config = CampaignConfig.from_dict(json.loads(raw))
+        except (ValueError, LdptelError):
+            return None
+        # The id is the hash of the canonical JSON; a mismatch means the registry is corrupt.
+        return config if config.config_id == config_id else None
+
+    def oracle(self, config_id: str, level: str = "") -> FrequencyOracle | None:
+        """The oracle a config's reports at `level` are randomized with ("" = a config
+        without levels), or None if the config is unknown or the level does not report
+        (threshold strategy). Raises InvalidLevelError if the level breaks the config's
+        level rule (CampaignConfig.reporting_epsilon)."""
+        config = self.config(config_id)
+        if config is None:
+            return None
+        key = (config_id, level)
+        if key not in self._oracles:
+            self._oracles[key] = config.level_oracle(level)
+        return self._oracles[key]
+
+    def current_config(self, name: str) -> CampaignConfig | None:
+        """The campaign's active config (read through the cache)."""
+        campaign = self.campaign(name, fresh=True)
+        return None if campaign is None else self.config(campaign.config_id)
 
     def names(self) -> list[str]:
-        return sorted(name.decode() for name in self.redis.smembers(keys.campaigns()))
+        """All registered campaigns, sorted (retired ones too: their streams still drain)."""
+        return sorted(text(name) for name in self.redis.smembers(keys.campaigns()))
+
+    def shard_count(self, name: str, *config_ids: str) -> int:
+        """How many stream shards to read: the most any of these configs (or the active one)
+        declares, so a shard of an older config is never forgotten."""
+        current = self.current_config(name)
+        counts = [1] + ([current.shards] if current is not None else [])
+        for config_id in config_ids:
+            config = self.config(config_id)
+            if config is not None:
+                counts.append(config.shards)
+        return max(counts)

@@ -1,5 +1,5 @@
-"""Decoding full RAPPOR against a candidate list (the analyst's side; needs scipy, from the
-`aggregator` extra, imported only when decoding).
+"""Decoding full RAPPOR against a candidate list (the analyst's side of the protocol; numpy
+only, like every other oracle's estimate, so the decode in docs/protocol.md needs no extra).
 
 As Google's analysis does (Erlingsson et al. 2014, Sec. 4): unbiased counts of set Bloom bits
 per (cohort, bit), a linear model over the candidates' Bloom patterns, a non-negative fit,
@@ -58,17 +58,48 @@ def nonnegative_lasso(
     return x
 
 
+def nnls(
+    matrix: NDArray[np.float64], target: NDArray[np.float64], maxiter: int
+) -> NDArray[np.float64]:
+    """argmin ||A x - b|| over x >= 0 by Lawson and Hanson's active-set method ("Solving Least
+    Squares Problems", 1974, Ch. 23), the algorithm of scipy.optimize.nnls."""
+    columns = matrix.shape[1]
+    x = np.zeros(columns)
+    passive = np.zeros(columns, dtype=bool)
+    tolerance = 10 * np.finfo(np.float64).eps * np.abs(matrix).sum(axis=0).max() * max(matrix.shape)
+    gradient = matrix.T @ target
+    steps = 0
+    while not passive.all() and (gradient[~passive] > tolerance).any():
+        passive[np.argmax(np.where(passive, -np.inf, gradient))] = True
+        while True:  # the inner loop drops variables until the passive set's fit is positive
+            steps += 1
+            if steps > maxiter:
+                raise RuntimeError("NNLS did not converge")
+            trial = np.zeros(columns)
+            trial[passive] = np.linalg.lstsq(matrix[:, passive], target, rcond=None)[0]
+            if not passive.any() or trial[passive].min() > 0:
+                x = trial
+                break
+            negative = passive & (trial <= 0)
+            step = np.min(x[negative] / (x[negative] - trial[negative]))
+            x += step * (trial - x)
+            passive &= x > tolerance
+            x[~passive] = 0.0
+        gradient = matrix.T @ (target - matrix @ x)
+    return x
+
+
+def normal_sf(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """P[N(0, 1) > z], elementwise (nan stays nan)."""
+    return np.asarray([0.5 * math.erfc(value / math.sqrt(2)) for value in np.ravel(z)]).reshape(
+        np.shape(z)
+    )
+
+
 def fit_candidates(
     oracle: Rappor, support: NDArray[np.int64], alpha: float, lasso: bool | None
 ) -> RapporFit:
     """See Rappor.fit."""
-    # scipy is the aggregator's dependency, not the base install's (the client never decodes).
-    try:
-        from scipy.optimize import nnls
-        from scipy.stats import norm
-    except ImportError as missing:
-        raise ImportError("decoding RAPPOR needs scipy: install ldptel[aggregator]") from missing
-
     from ldptel.client.oracles.rappor import RapporFit
 
     if not 0 < alpha < 1:
@@ -100,7 +131,7 @@ def fit_candidates(
             penalty = math.sqrt(2 * math.log(max(d, 2))) * np.linalg.norm(matrix, axis=0)
             candidates = np.flatnonzero(nonnegative_lasso(matrix, target, penalty) > 0)
         if candidates.size:
-            solution, _ = nnls(matrix[:, candidates], target, maxiter=50 * candidates.size)
+            solution = nnls(matrix[:, candidates], target, maxiter=50 * candidates.size)
             chosen = candidates[solution > 0]
             if chosen.size:
                 # On its positive set, NNLS is the least-squares fit; its covariance is the
@@ -111,7 +142,7 @@ def fit_candidates(
                 estimate[chosen] = solution[solution > 0]
                 stderr[chosen] = np.sqrt(np.maximum(np.diag(spread), 0.0))
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    pvalue[chosen] = norm.sf(estimate[chosen] / stderr[chosen])
+                    pvalue[chosen] = normal_sf(estimate[chosen] / stderr[chosen])
                 pvalue[np.isnan(pvalue)] = 1.0
                 selected[chosen] = True
     return RapporFit(

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.analysis.simulation import Progress, chunk_rows
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import check_int
-from ldptel.client.simulation import Progress, chunk_rows
 
 #: Unordered input pairs audited exactly: every pair while d(d-1)/2 fits (d <= 32).
 EXACT_PAIRS = 32 * 31 // 2

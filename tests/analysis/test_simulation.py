@@ -9,12 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ldptel.client import simulation
-from ldptel.client.errors import ParameterError
-from ldptel.client.oracles.base import ReportBatch
-from ldptel.client.oracles.de import DirectEncoding
-from ldptel.client.randomness import Rng
-from ldptel.client.simulation import (
+from ldptel.analysis import simulation
+from ldptel.analysis.simulation import (
     build_oracle,
     chunk_rows,
     item_probabilities,
@@ -23,6 +19,10 @@ from ldptel.client.simulation import (
     simulate_support,
     true_counts,
 )
+from ldptel.client.errors import ParameterError
+from ldptel.client.oracles.base import ReportBatch
+from ldptel.client.oracles.de import DirectEncoding
+from ldptel.client.randomness import Rng
 
 
 class Truthful(DirectEncoding):

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import redis
@@ -28,6 +28,22 @@ REDIS_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterExcep
 #: an AskError; TRYAGAIN answers multi-key commands during a migration).
 SLOT_MOVED_ERRORS: tuple[type[Exception], ...] = (AskError, TryAgainError)
 
+#: What `connect` returns: one server's client or a cluster's; both speak the commands the
+#: store uses (keys of one operation share a hash tag, so a cluster runs them on one node).
+RedisClient: TypeAlias = "redis.Redis | RedisCluster"
+
+
+def text(value: bytes | str) -> str:
+    """A reply as text: the store's clients return bytes (decode_responses is never set),
+    but redis-py types replies as bytes | str."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def data(value: bytes | str) -> bytes:
+    """A reply as bytes (see `text`)."""
+    return value if isinstance(value, bytes) else value.encode()
+
+
 _CLUSTER_URL = re.compile(r"^(?:(?P<userinfo>[^@/?#]*)@)?(?P<hosts>[^/?#]+)(?P<rest>[/?].*)?$")
 
 
@@ -35,7 +51,7 @@ def is_cluster_url(url: str) -> bool:
     return url.partition("://")[0].lower() in CLUSTER_SCHEMES
 
 
-def connect(url: str, **options: Any) -> redis.Redis | RedisCluster:
+def connect(url: str, **options: Any) -> RedisClient:
     """A client for `url` (see the module docstring); `options` go to the client (timeouts;
     `retry` is the cluster client's own retry policy for a cluster URL)."""
     if not is_cluster_url(url):
@@ -71,7 +87,7 @@ def _node(text: str) -> tuple[str, int]:
     return host, port or 6379
 
 
-def node_client(client: Any, key: str) -> Any:
+def node_client(client: RedisClient, key: str) -> redis.Redis:
     """The client for a WATCH/MULTI/EXEC transaction on `key`'s slot: for a cluster, a plain
     client on the node that owns the slot; else `client` itself.
 
@@ -84,7 +100,7 @@ def node_client(client: Any, key: str) -> Any:
     return client
 
 
-def refresh_slots(client: Any) -> None:
+def refresh_slots(client: RedisClient) -> None:
     """Re-read a cluster's slot map (after MOVED/ASK); nothing to do for one server."""
     if isinstance(client, RedisCluster):
         client.nodes_manager.initialize()

