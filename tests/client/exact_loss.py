@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.audit import _loss
+from ldptel.analysis.audit import _loss
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.rappor import Rappor
 
