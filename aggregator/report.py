@@ -12,7 +12,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any, TypeGuard
 
@@ -24,6 +24,7 @@ from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
+from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.rappor import Rappor
@@ -176,6 +177,7 @@ def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> 
         "user_epsilon_per_window": per_user,
         "lifetime_epsilon": config.lifetime_epsilon,
         "central": central,
+        "longitudinal": asdict(guarantee(config)),
     }
     if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
         section["rappor"] = oracle.privacy_summary()
@@ -204,10 +206,11 @@ def privacy_sentences(report: dict[str, Any]) -> list[str]:
         rappor = privacy["rappor"]
         lines.append(
             f"RAPPOR (k={rappor['k']}, h={rappor['h']}, m={rappor['m']}, f={rappor['f']:.3g}, "
-            f"p={rappor['p']:.3g}, q={rappor['q']:.3g}): all the reports one user ever sends of "
-            "one value share one permanent randomized response, so together they are at most "
-            f"epsilon = {privacy['permanent_epsilon']:.3g} (the permanent bound), however many."
+            f"p={rappor['p']:.3g}, q={rappor['q']:.3g}); permanent bound "
+            f"{privacy['permanent_epsilon']:.3g} for the reports of one value under exact "
+            "memoization only."
         )
+    lines.append("Over a user's whole history: " + privacy["longitudinal"]["statement"])
     central = privacy.get("central")
     if central and central["applies"]:
         users = (
@@ -267,6 +270,8 @@ def level_privacy_sentences(report: dict[str, Any]) -> list[str]:
             "levels' users are also centrally (epsilon, delta)-private: "
             f"{', '.join(amplified)}."
         )
+    longitudinal = report["privacy"]["longitudinal"]["statement"]
+    lines.append(f"Over a user's whole history: {longitudinal} (budgets scale with the level.)")
     return lines
 
 
@@ -402,6 +407,7 @@ def combined_report(
         "user_epsilon_per_window": max(epsilons) * config.reports_per_window,
         "lifetime_epsilon": config.lifetime_epsilon,
         "central": None,
+        "longitudinal": asdict(guarantee(config)),
         "levels": per_level,
     }
     report["items"] = []
