@@ -431,9 +431,11 @@ class Reporter:
     def _settle(self, conn: sqlite3.Connection, now: float) -> None:
         """(Sender, under the state lock) Spooled reports go out only in the collector's
         window they are charged to (ledger.settle); the clock's state is saved with it."""
-        if not self._clock.synced:  # ask the collector (its Date sets the clock)
+        if not self._clock.synced and now >= self._hold_until:
+            # Ask the collector at the next round (its Date sets the clock); not woken now,
+            # so an offline sender asks once a round (sender.MAX_NAP), never in a loop.
             for (name,) in conn.execute("SELECT DISTINCT campaign FROM spool").fetchall():
-                self._request_refresh(str(name))
+                self._stale.add(str(name))
         with transaction(conn):
             ledger.settle(conn, now, self._window_rule)
             self._clock.save(conn)
