@@ -413,7 +413,10 @@ class Reporter:
             config = known.config if known is not None else None
         if config is None:
             return None
-        epsilon = config.reporting_epsilon(level) if level in config.levels or not level else None
+        try:  # a row of a level the campaign's current config no longer has: held
+            epsilon = config.reporting_epsilon(level)
+        except LdptelError:
+            return None
         if epsilon is None:
             return None
         now = self._clock.now()
