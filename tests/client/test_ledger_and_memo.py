@@ -235,3 +235,16 @@ def test_lifetime_totals_of_an_older_state_dir_are_kept(collector, open_reporter
     assert refused.value.field == "lifetime_epsilon"
     tables = {name for (name,) in reporter._conn.execute("SELECT name FROM sqlite_master")}
     assert "ledger_lifetime" not in tables
+
+
+def test_the_reporter_states_the_guarantee_its_ledger_enforces(collector, open_reporter):
+    collector.campaign(reports_per_window=2, lifetime_epsilon=5.0)
+    collector.campaign("memoized", memoization="exact_discloses_changes")
+    reporter = open_reporter()
+    sound = reporter.guarantee("colors")
+    assert sound.holds_for == ledger.ANY_HISTORIES and sound.discloses == ""
+    assert (sound.window_epsilon, sound.lifetime_epsilon) == (2.0, 5.0)
+    assert "between any two value histories" in sound.statement
+    exact = reporter.guarantee("memoized")
+    assert exact.holds_for == ledger.SAME_PATTERN
+    assert "exact_discloses_changes: the change pattern" in exact.statement
