@@ -20,6 +20,7 @@ import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
@@ -244,8 +245,15 @@ def _move(conn: sqlite3.Connection, campaign: str, rule: WindowRule, reports: in
     return True
 
 
+#: A rule_of answer for a campaign whose reports the collector will refuse (retired): they
+#: are posted as they are, to be dead-lettered, never stored or counted.
+REFUSED: Literal["refused"] = "refused"
+
+
 def settle(
-    conn: sqlite3.Connection, now: float, rule_of: Callable[[str, str], WindowRule | None]
+    conn: sqlite3.Connection,
+    now: float,
+    rule_of: Callable[[str, str], WindowRule | Literal["refused"] | None],
 ) -> None:
     """(Sender, inside its write transaction, before forming a batch; `now` the device time
     batches are timed by) Make every report the sender may post counted in the window it
@@ -259,7 +267,9 @@ def settle(
     groups = conn.execute("SELECT DISTINCT campaign, level FROM spool WHERE batch IS NULL")
     for campaign, level in groups.fetchall():
         rule = rule_of(campaign, level)
-        if rule is None or not rule.postable:
+        if rule == REFUSED:
+            continue
+        if not isinstance(rule, WindowRule) or not rule.postable:
             conn.execute(f"UPDATE spool SET held = 1 WHERE {where}", (campaign, level))
             continue
         others = conn.execute(
@@ -274,7 +284,7 @@ def settle(
     batches = conn.execute("SELECT id, campaign, level FROM batches").fetchall()
     for batch, campaign, level in batches:
         rule = rule_of(campaign, level)
-        if rule is None:
+        if not isinstance(rule, WindowRule):
             continue
         (others,) = conn.execute(
             "SELECT count(*) FROM spool WHERE batch = ? AND window_start != ?",

@@ -400,16 +400,20 @@ class Reporter:
             window += config.window_seconds
         return window
 
-    def _window_rule(self, campaign: str, level: str) -> WindowRule | None:
+    def _window_rule(self, campaign: str, level: str) -> WindowRule | Literal["refused"] | None:
         """(Sender, under the state lock) How this campaign's spooled reports may be posted
-        now (ledger.settle); None without a known config, or before the collector's clock is
-        known in this process (ldptel.client.clock)."""
+        now (ledger.settle); None (held) without a known config, or before the collector's
+        clock is known in this process (ldptel.client.clock); ledger.REFUSED if retired."""
+        if campaign in self._retired:
+            return ledger.REFUSED
         if not self._clock.synced:
             return None
         active = self._active.get(campaign)
         config = active.config if active is not None else None
         if config is None:
             known = configs.load(self.state_dir, campaign)
+            if known is not None and known.status == "retired":
+                return ledger.REFUSED
             config = known.config if known is not None else None
         if config is None:
             return None

@@ -140,3 +140,18 @@ def test_no_device_clock_puts_more_than_the_window_budget_in_a_collector_window(
     per_window = windows_of_stored_reports(redis_client)
     assert per_window and max(per_window.values()) == 1  # as the collector files them
     assert sum(per_window.values()) + final.stats()["spooled"] == made  # held, not lost
+
+
+def test_reports_of_a_campaign_retired_meanwhile_are_dead_lettered_not_held(
+    collector: Any, open_reporter: Any
+) -> None:
+    collector.campaign(reports_per_window=10)
+    reporter = open_reporter()
+    assert reporter.report("colors", "red")
+    retired = collector.api.session.post(
+        f"{collector.url}/v1/campaigns/colors/retire", headers=collector.api.admin()
+    )
+    assert retired.status_code in (200, 204), retired.text
+    reporter._adopt("colors", reporter._fetch("colors", None, raise_errors=False))
+    assert reporter.flush(timeout=20)  # not held back by the window rules: refused, kept aside
+    assert reporter.stats()["dead_lettered"] == 1 and reporter.stats()["spooled"] == 0
