@@ -69,6 +69,7 @@ def offline_reporter(
         max_batch_age=3600.0,
         max_spool_rows=10_000_000,
         max_spool_bytes=1 << 34,
+        strict=True,  # a failed report() must not be timed as a fast one
     )
     reporter.privacy_spent(name)  # loads the config before timing
     return reporter, name

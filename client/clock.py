@@ -8,12 +8,15 @@ windows. So the client reads the collector's time from the `Date` header of ever
 the device clock moves. Until the first answer in this process it uses the device clock plus
 the offset last learned (persisted), never earlier than the collector's latest time it has
 seen (a persisted floor: a device clock set back cannot reopen a window the ledger has since
-forgotten); the sender posts nothing before an answer has set the clock (`synced`).
+forgotten); the sender posts nothing before an answer has set the clock (`synced`). The
+monotonic clock runs from the machine's boot for every process, so an answer seen by an
+earlier process of the same boot (Linux's boot_id) sets the clock of later ones too.
 """
 
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import sqlite3
 import threading
 import time
@@ -27,6 +30,16 @@ CREATE TABLE IF NOT EXISTS server_clock (name TEXT PRIMARY KEY, value REAL NOT N
 def device_time() -> float:
     """The device's wall clock (tests replace it to set the device clock wrong)."""
     return time.time()
+
+
+def boot_id() -> float | None:
+    """This boot's identity as an exact float (None where the platform does not say)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as source:
+            digest = hashlib.sha256(source.read().strip()).digest()
+    except OSError:
+        return None
+    return float(int.from_bytes(digest[:6], "big"))  # 48 bits: exact in a double
 
 
 def parse_date(value: str | None) -> float | None:
@@ -43,14 +56,24 @@ def parse_date(value: str | None) -> float | None:
 class ServerClock:
     """The collector's time: `now()`; fed by `observe(date)` with each answer's Date."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        saved = dict(conn.execute("SELECT name, value FROM server_clock").fetchall())
         #: server time - device time, last learned (0 before any answer ever).
-        self._offset = float(saved.get("offset", 0.0))
-        self._floor = float(saved.get("floor", 0.0))
+        self._offset = 0.0
+        self._floor = 0.0
         #: (server time, monotonic time) of the last answer in this process.
         self._anchor: tuple[float, float] | None = None
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        """Take the offset and floor persisted by an earlier process (`save`)."""
+        saved = dict(conn.execute("SELECT name, value FROM server_clock").fetchall())
+        boot = boot_id()
+        with self._lock:
+            self._offset = float(saved.get("offset", self._offset))
+            self._floor = max(self._floor, float(saved.get("floor", 0.0)))
+            same_boot = boot is not None and saved.get("boot") == boot
+            if self._anchor is None and same_boot and "anchor_server" in saved:
+                self._anchor = (float(saved["anchor_server"]), float(saved["anchor_mono"]))
 
     @property
     def synced(self) -> bool:
@@ -83,5 +106,9 @@ class ServerClock:
     def save(self, conn: sqlite3.Connection) -> None:
         """Persist the offset and the floor (inside the caller's transaction)."""
         with self._lock:
-            values = (("offset", self._offset), ("floor", self._floor))
+            values = [("offset", self._offset), ("floor", self._floor)]
+            boot = boot_id()
+            if self._anchor is not None and boot is not None:
+                server, mono = self._anchor
+                values += [("anchor_server", server), ("anchor_mono", mono), ("boot", boot)]
         conn.executemany("INSERT OR REPLACE INTO server_clock VALUES (?, ?)", values)
