@@ -28,6 +28,8 @@ def test_the_readme_walk_through_works_in_order(tmp_path: Path) -> None:
         "Read a report (analysts, operators)"
     )
     script = script.replace("8080", str(free_port()))
+    # Should a command fail, stop the background collector too (the README's `kill %1`).
+    script = "trap 'kill $(jobs -p) 2>/dev/null' EXIT\n" + script
     for name in (".venv", "examples"):
         (tmp_path / name).symlink_to(ROOT / name)
     env = {key: value for key, value in os.environ.items() if not key.startswith("LDPTEL_")}
