@@ -1,0 +1,130 @@
+"""What the two sketch oracles (cms, hcms) share: parameters, the hash family of the protocol,
+a support that needs no candidate list, and a family that behaves like a random one."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+import xxhash
+from scipy import stats
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import ParameterError
+from ldptel.client.hashing import item_keys
+from ldptel.client.oracles import make_oracle
+from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
+
+NAMES = ["cms", "hcms"]
+
+
+def sketch(name: str, **params: Any) -> SketchOracle:
+    params.setdefault("epsilon", 2.0)
+    params.setdefault("domain_size", 8)
+    oracle = make_oracle(name, **params)
+    assert isinstance(oracle, SketchOracle)
+    return oracle
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_defaults_are_fixed_params_so_a_campaign_keeps_them(name: str) -> None:
+    oracle = sketch(name)
+    assert (oracle.k, oracle.m) == (DEFAULT_K, DEFAULT_M) == (1024, 1024)
+    assert oracle.fixed_params() == {"k": 1024, "m": 1024}
+    config = CampaignConfig.from_dict(
+        {"name": "words", "oracle": name, "epsilon": 2.0, "domain": ["a", "b", "c"]}
+    ).with_fixed_params()
+    assert config.params == {"k": 1024, "m": 1024}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"k": 0}, "k"),
+        ({"k": 2**16 + 1}, "k"),
+        ({"k": 2.0}, "k"),
+        ({"k": True}, "k"),
+        ({"m": 1}, "m"),
+        ({"m": 2**17}, "m"),
+        ({"m": "8"}, "m"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": 21.0}, "epsilon"),
+        ({"labels": ["a", "a"], "domain_size": 2}, "labels"),
+    ],
+    ids=repr,
+)
+def test_parameters_are_validated(name: str, params: dict[str, Any], field: str) -> None:
+    with pytest.raises(ParameterError, match=rf"^{field}: "):
+        sketch(name, **params)
+
+
+def test_the_hadamard_sketch_needs_a_power_of_two_width() -> None:
+    with pytest.raises(ParameterError, match=r"^m: must be a power of two"):
+        sketch("hcms", m=1000)
+    assert sketch("cms", m=1000).m == 1000
+
+
+#: Each oracle's flip probability is rounded up to its draws' grid: 32-bit words (cms),
+#: 53-bit doubles (hcms); and its epsilon, as a function of that probability f.
+GRID = {"cms": 2.0**-32, "hcms": 2.0**-53}
+SLOPE = {"cms": 2.0, "hcms": 1.0}  # d eps / d f = -SLOPE / (f (1 - f))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 4.0, 20.0])
+def test_the_guarantee_is_the_request_less_the_rounding_of_f(name: str, epsilon: float) -> None:
+    oracle: Any = sketch(name, epsilon=epsilon)
+    f = oracle.flip
+    assert oracle.epsilon <= epsilon * (1 + 1e-14)  # log rounding
+    # Rounding f up by less than one grid step lowers epsilon by at most the slope times it.
+    shortfall = SLOPE[name] * GRID[name] / (f * (1 - f))
+    assert epsilon - oracle.epsilon <= shortfall * (1 + 1e-6) + 1e-14 * epsilon
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hash_j_is_the_local_hash_with_seed_j(name: str) -> None:
+    labels = ["apple", "", "日本語", "naïve café"]
+    oracle = sketch(name, domain_size=4, labels=labels, k=300, m=64)
+    rows = np.array([0, 1, 17, 299])
+    for v, label in enumerate(labels):
+        key = xxhash.xxh64_intdigest(label.encode("utf-8"), seed=0).to_bytes(8, "little")
+        want = [xxhash.xxh32_intdigest(key, seed=int(j)) % 64 for j in rows]
+        assert oracle.buckets(np.full(rows.size, v), rows).tolist() == want
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_support_needs_no_candidates(name: str) -> None:
+    # Reports of a campaign labelled A; the sketch estimates A's items by key exactly as the
+    # oracle does, and any other string (open domain) from the same support.
+    labels = ["red", "green", "blue", "teal"]
+    oracle = sketch(name, domain_size=4, labels=labels, k=64, m=64)
+    values = np.repeat(np.arange(4), [3000, 2000, 1000, 0])
+    rng = np.random.default_rng(1)
+    support = oracle.support(oracle.perturb_batch(values, rng))
+    n = values.size
+    by_key = oracle.estimate_keys(support, n, item_keys(labels))
+    assert np.allclose(by_key, oracle.estimate(support, n))
+    other = sketch(name, domain_size=3, labels=["blue", "purple", "red"], k=64, m=64)
+    assert np.allclose(other.estimate(support, n)[[0, 2]], by_key[[2, 0]])
+    # "purple" was never reported: its estimate is noise around 0.
+    stderr = math.sqrt(other.variance(n)[1])
+    assert abs(other.estimate(support, n)[1]) < 4.5 * stderr
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_family_collides_like_a_random_family(name: str) -> None:
+    # The estimate is unbiased for a random family (the paper's model); the real, fixed
+    # family must look like one: over pairs of items, the number of functions under which
+    # a pair collides is Binomial(k, 1/m) in mean and variance.
+    k, m, pairs = 1024, 64, 400
+    labels = [f"item-{i}" for i in range(2 * pairs)]
+    oracle = sketch(name, domain_size=len(labels), labels=labels, k=k, m=m)
+    collisions = np.array([k * oracle.collision_rate(2 * i, 2 * i + 1) for i in range(pairs)])
+    mean, variance = k / m, k / m * (1 - 1 / m)
+    z_mean = (collisions.mean() - mean) / math.sqrt(variance / pairs)
+    assert abs(z_mean) < 4, z_mean
+    low, high = stats.chi2.ppf([1e-4, 1 - 1e-4], pairs - 1) / (pairs - 1)
+    assert low < collisions.var(ddof=1) / variance < high
