@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -93,11 +92,10 @@ class CountMeanSketch(SketchOracle):
         return 2.0 * (math.log1p(-self.flip) - math.log(self.flip))
 
     # -- client ----------------------------------------------------------------------------
-    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
-        values = np.asarray(values, dtype=np.int64)
-        n = values.size
+    def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
+        n = keys.size
         rows = rng.integers(0, self.k, n)
-        buckets = self.buckets(values, rows)
+        buckets = self.key_buckets(keys, rows)
         packed = np.empty((n, packed_width(self.m)), dtype=np.uint8)
         step = max(1, _CHUNK_BITS // self.m)
         for start in range(0, n, step):

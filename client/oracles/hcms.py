@@ -94,12 +94,11 @@ class HadamardCountMeanSketch(SketchOracle):
         positive: NDArray[np.bool_] = parity(np.asarray(columns, dtype=np.int64) & cells) == 0
         return positive
 
-    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
-        values = np.asarray(values, dtype=np.int64)
-        rows = rng.integers(0, self.k, values.size)
-        columns = rng.integers(0, self.m, values.size)
-        flipped = rng.random(values.size) < self.flip
-        positive = self.signs(self.buckets(values, rows), columns) != flipped
+    def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
+        rows = rng.integers(0, self.k, keys.size)
+        columns = rng.integers(0, self.m, keys.size)
+        flipped = rng.random(keys.size) < self.flip
+        positive = self.signs(self.key_buckets(keys, rows), columns) != flipped
         return {
             "j": rows.astype(np.uint16),
             "l": columns.astype(np.uint16),

@@ -32,7 +32,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes
-from ldptel.client.oracles.base import FrequencyOracle, check_int, check_labels
+from ldptel.client.oracles.base import (
+    FrequencyOracle,
+    ReportBatch,
+    WireReport,
+    check_int,
+    check_labels,
+)
+from ldptel.client.randomness import Rng, default_rng
 
 #: j and l travel and are stored as unsigned 16-bit integers.
 MAX_ROWS = 2**16
@@ -64,7 +71,8 @@ class SketchOracle(FrequencyOracle):
         self.k = check_int(k, "k", 1, MAX_ROWS)
         self.m = self.check_width(m)
         self.labels = check_labels(labels, self.domain_size)
-        self._lane0, self._lane1 = key_lanes(item_keys(self.labels))
+        self._keys = item_keys(self.labels)
+        self._lane0, self._lane1 = key_lanes(self._keys)
         self._seeds = np.arange(self.k, dtype=np.uint32)
         self._m = np.uint32(self.m)
 
@@ -91,12 +99,33 @@ class SketchOracle(FrequencyOracle):
         seeds = np.asarray(rows, dtype=np.uint32)
         return self.hashes(self._lane0[values], self._lane1[values], seeds).astype(np.int64)
 
+    def key_buckets(
+        self, keys: NDArray[np.uint64], rows: NDArray[np.integer[Any]]
+    ) -> NDArray[np.int64]:
+        """h_{rows[i]} of the item with key keys[i] (any string, in the domain or not)."""
+        lane0, lane1 = key_lanes(keys)
+        return self.hashes(lane0, lane1, np.asarray(rows, dtype=np.uint32)).astype(np.int64)
+
     def collision_rate(self, value: int, other: int) -> float:
         """rho: the fraction of the k functions under which the two items collide (exact,
         from the real family; the audit uses it)."""
         h_value = self.buckets(np.full(self.k, value), self._seeds)
         h_other = self.buckets(np.full(self.k, other), self._seeds)
         return float(np.count_nonzero(h_value == h_other)) / self.k
+
+    # -- client ----------------------------------------------------------------------------
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        return self.perturb_keys(self._keys[np.asarray(values, dtype=np.intp)], rng)
+
+    @abstractmethod
+    def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
+        """Randomize values given by their item keys: the report depends on a value only
+        through its key, so any string can be reported (open domains)."""
+
+    def perturb_string(self, value: str, rng: Rng | None = None) -> WireReport:
+        """Randomize one string, in the domain or not; OS CSPRNG by default."""
+        batch = self.perturb_keys(item_keys([value]), rng or default_rng())
+        return self.encode(batch)[0]
 
     # -- aggregator ------------------------------------------------------------------------
     @abstractmethod

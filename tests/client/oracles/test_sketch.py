@@ -100,14 +100,14 @@ def test_the_support_needs_no_candidates(name: str) -> None:
     # Reports of a campaign labelled A; the sketch estimates A's items by key exactly as the
     # oracle does, and any other string (open domain) from the same support.
     labels = ["red", "green", "blue", "teal"]
-    oracle = sketch(name, domain_size=4, labels=labels, k=64, m=64)
+    oracle = sketch(name, domain_size=4, labels=labels)
     values = np.repeat(np.arange(4), [3000, 2000, 1000, 0])
     rng = np.random.default_rng(1)
     support = oracle.support(oracle.perturb_batch(values, rng))
     n = values.size
     by_key = oracle.estimate_keys(support, n, item_keys(labels))
     assert np.allclose(by_key, oracle.estimate(support, n))
-    other = sketch(name, domain_size=3, labels=["blue", "purple", "red"], k=64, m=64)
+    other = sketch(name, domain_size=3, labels=["blue", "purple", "red"])
     assert np.allclose(other.estimate(support, n)[[0, 2]], by_key[[2, 0]])
     # "purple" was never reported: its estimate is noise around 0.
     stderr = math.sqrt(other.variance(n)[1])
@@ -128,3 +128,21 @@ def test_the_family_collides_like_a_random_family(name: str) -> None:
     assert abs(z_mean) < 4, z_mean
     low, high = stats.chi2.ppf([1e-4, 1 - 1e-4], pairs - 1) / (pairs - 1)
     assert low < collisions.var(ddof=1) / variance < high
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_any_string_can_be_reported_and_estimated_later(name: str) -> None:
+    # A campaign's labels are only defaults: a client reports a string outside them (from
+    # the OS CSPRNG), and the aggregator estimates any candidate from the same support.
+    oracle = sketch(name, domain_size=2, labels=["yes", "no"])
+    report = oracle.perturb_string("maybe")
+    batch = oracle.decode([report])
+    assert oracle.support(batch).sum() >= 0
+    words = ["maybe"] * 4000 + ["never"] * 1000
+    keys = item_keys(words)
+    support = oracle.support(oracle.perturb_keys(keys, np.random.default_rng(9)))
+    candidates = item_keys(["maybe", "never", "yes"])
+    estimate = oracle.estimate_keys(support, len(words), candidates)
+    stderr = np.sqrt(oracle.variance(len(words), np.array([0.8, 0.2, 0.0])[:2]))
+    stderr = np.append(stderr, math.sqrt(oracle.variance(len(words))[0]))
+    assert np.all(np.abs(estimate - [4000, 1000, 0]) < 4.5 * stderr), estimate
