@@ -2,7 +2,8 @@
 2017, client and server algorithms of CMS).
 
 Client: draw j uniform in [0, k); v = -1 everywhere but +1 at h_j(value) (m entries); flip
-each entry independently with probability f = 1/(1 + e^(eps/2)). Wire form:
+each entry independently with probability f = 1/(1 + e^(eps/2)), rounded up to the 2^-32 grid
+of the uniform words it is drawn with (`flip_threshold`). Wire form:
 {"j": int in [0, k), "bits": base64 bit vector of m bits, bit i = 1 when entry i is +1}
 (docs/protocol.md, "Bit vectors" and "cms").
 
@@ -56,8 +57,10 @@ def uniform_words(rng: Rng, count: int) -> NDArray[np.uint32]:
 class CountMeanSketch(SketchOracle):
     """CMS: one row index and m noisy +-1 entries per report.
 
-    Privacy: given j (uniform, independent of the value), two values change at most the two
-    entries h_j(v), h_j(w), each by a factor (1 - f)/f = e^(eps/2): eps-LDP for one report.
+    Privacy (paper, CMS privacy theorem): one report is eps-LDP against whoever sees it, for
+    any two values of the user. Given j (uniform, independent of the value), the two values'
+    vectors differ in at most the two entries h_j(v), h_j(w), each flipped with probability f:
+    the likelihood ratio is at most ((1 - f)/f)^2 = e^eps (1 if h_j(v) = h_j(w)).
 
     Variance (derived; the paper's sketch debiasing): a report adds Z = (c a + 1)/2 to the
     estimate's sum, a = its entry at h_j(v) in {-1, +1}, E[a] = s/c with s = +1 if its bucket

@@ -47,8 +47,9 @@ def flip_probability(epsilon: float) -> float:
 class HadamardCountMeanSketch(SketchOracle):
     """HCMS: a report is (j, l, one sign).
 
-    Privacy: given (j, l) (uniform, independent of the value), the sign is H[l, h_j(v)]
-    kept with probability 1 - f: the likelihood ratio of two values is at most
+    Privacy (paper, HCMS privacy theorem): one report is eps-LDP against whoever sees it, for
+    any two values of the user. Given (j, l) (uniform, independent of the value), the sign is
+    H[l, h_j(v)] kept with probability 1 - f: the likelihood ratio of two values is at most
     (1 - f)/f = e^eps, and 1 when their signs agree.
 
     Variance (derived; the paper's debiasing): a report adds Z = c w~ H[l, h_j(v)] to the
