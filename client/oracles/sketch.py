@@ -18,8 +18,8 @@ estimated from it afterwards (`estimate_keys`), the campaign's labels being only
 Fixed family: the k functions are public and fixed, so for one family the report of a value
 w != v collides with v under a fraction rho(v, w) of the functions, not exactly 1/m; the
 estimate of v is then off by (m/(m-1)) sum_w n_w (rho(v, w) - 1/m), which averages 0 over
-families with mean square sum_w n_w (n_w - 1) / (k (m - 1)) (derivation in docs/protocol.md).
-`variance` is over the reports' randomness (the paper's model); this term is not in it.
+families with mean square sum_w n_w^2 / (k (m - 1)). `variance` is over the reports'
+randomness (the paper's model); `family_variance` is what a random family adds to it.
 """
 
 from __future__ import annotations
@@ -189,6 +189,24 @@ class SketchOracle(FrequencyOracle):
     @abstractmethod
     def other_variance(self) -> float:
         """Var[Z] when its value is another item (collision with probability 1/m)."""
+
+    def family_variance(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Per item v, what the fixed hash family adds to `variance` for the exact mean square
+        error over random families: sum_{w != v} n_w (n_w - 1) / (k (m - 1)), from the counts
+        of ALL values reported (not linear in n, hence not in `variance`).
+
+        Derivation: given the family, the estimate is off by (m/(m-1)) sum_w n_w (rho(v, w) -
+        1/m), rho(v, w) = (1/k) sum_j [h_j(v) = h_j(w)]. For a random family rho is
+        Binomial(k, 1/m)/k, independent across w (3-wise independent hashes): the offset has
+        mean 0 and mean square sum_w n_w^2 / (k (m - 1)). Two reports of one w share rho: their
+        covariance, summed, is sum_w n_w (n_w - 1) / (k (m - 1)), the term returned; the
+        remaining sum_w n_w / (k (m - 1)) of the offset's mean square is part of the reports'
+        own collision term, already in `variance`.
+        """
+        counts = np.asarray(counts, dtype=np.float64)
+        pairs = counts * (counts - 1)
+        family: NDArray[np.float64] = (pairs.sum() - pairs) / (self.k * (self.m - 1))
+        return family
 
     def variance(
         self, n: int, frequencies: NDArray[np.float64] | None = None

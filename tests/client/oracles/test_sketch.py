@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 import xxhash
+from contract_checks import repeat_estimates
+from numpy.typing import NDArray
 from scipy import stats
 
 from ldptel.client.campaign import CampaignConfig
@@ -146,3 +148,50 @@ def test_any_string_can_be_reported_and_estimated_later(name: str) -> None:
     stderr = np.sqrt(oracle.variance(len(words), np.array([0.8, 0.2, 0.0])[:2]))
     stderr = np.append(stderr, math.sqrt(oracle.variance(len(words))[0]))
     assert np.all(np.abs(estimate - [4000, 1000, 0]) < 4.5 * stderr), estimate
+
+
+def family_offset(oracle: SketchOracle, counts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The fixed family's exact offset of each item's estimate:
+    (m/(m-1)) sum_{w != v} n_w (rho(v, w) - 1/m), from the real collision rates."""
+    d, m = counts.size, oracle.m
+    rho = np.array([[oracle.collision_rate(v, w) for w in range(d)] for v in range(d)])
+    np.fill_diagonal(rho, 1 / m)
+    offset: NDArray[np.float64] = m / (m - 1) * (rho - 1 / m) @ counts
+    return offset
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_fixed_family_offset_has_the_stated_mean_square(name: str) -> None:
+    # Over many label sets (each a fresh draw of the pairs' collision rates), the exact
+    # offsets average 0 with the stated mean square.
+    counts = np.array([1_800, 150, 50])
+    sets = 1_500
+    offsets = np.array(
+        [
+            family_offset(
+                sketch(name, domain_size=3, labels=[f"{s}:{i}" for i in range(3)], k=16, m=4),
+                counts,
+            )
+            for s in range(sets)
+        ]
+    )
+    # Mean square sum_{w != v} n_w^2 / (k (m - 1)): family_variance (the covariance of
+    # reports of one w) plus the n_w / (k (m - 1)) of the reports' own collision term.
+    oracle = sketch(name, domain_size=3, k=16, m=4)
+    want = oracle.family_variance(counts) + (counts.sum() - counts) / (16 * 3)
+    square = offsets**2
+    z_mean = offsets.mean(axis=0) / (offsets.std(axis=0, ddof=1) / math.sqrt(sets))
+    z_square = (square.mean(axis=0) - want) / (square.std(axis=0, ddof=1) / math.sqrt(sets))
+    assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_square) < 4), (z_mean, z_square)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_for_one_family_the_estimate_is_off_by_exactly_that_offset(name: str) -> None:
+    counts = np.array([1_800, 150, 50])
+    oracle = sketch(name, domain_size=3, labels=["a", "b", "c"], k=8, m=4)
+    offset = family_offset(oracle, counts)
+    assert np.max(np.abs(offset)) > 100  # a visible offset at this tiny k
+    reps = repeat_estimates(oracle, counts, 300, seed=17)
+    errors = reps.estimates.mean(axis=0) - counts - offset
+    stderr = reps.estimates.std(axis=0, ddof=1) / math.sqrt(reps.trials)
+    assert np.all(np.abs(errors / stderr) < 4), errors / stderr
