@@ -128,6 +128,10 @@ class CountMeanSketch(SketchOracle):
     def support_size(self) -> int:
         return self.k * self.m
 
+    @property
+    def support_work(self) -> int:
+        return self.m
+
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         """S[j, i]: reports with row j and bit i set, flattened row-major."""
         rows = np.asarray(batch["j"], dtype=np.int64)

@@ -133,9 +133,13 @@ class HadamardCountMeanSketch(SketchOracle):
     def support_size(self) -> int:
         return 2 * self.k * self.m
 
+    @property
+    def support_work(self) -> int:
+        return 1
+
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         cells = (batch["j"].astype(np.int64) * self.m + batch["l"]) * 2 + batch["bit"]
-        return np.bincount(cells, minlength=self.support_size).astype(np.int64)
+        return np.bincount(cells, minlength=self.support_size).astype(np.int64, copy=False)
 
     def cell_sums(
         self,
