@@ -2,14 +2,16 @@
 2017, client and server algorithms of CMS).
 
 Client: draw j uniform in [0, k); v = -1 everywhere but +1 at h_j(value) (m entries); flip
-each entry independently with probability f = 1/(1 + e^(eps/2)), rounded up to the 2^-32 grid
-of the uniform words it is drawn with (`flip_threshold`). Wire form:
-{"j": int in [0, k), "bits": base64 bit vector of m bits, bit i = 1 when entry i is +1}
-(docs/protocol.md, "Bit vectors" and "cms").
+each entry independently with probability 1/(1 + e^(eps/2)). As bits (1 = entry +1) that is
+symmetric unary encoding over the m entries with the true position at h_j(value): bit
+h_j(value) is 1 with p = e^(eps/2)/(e^(eps/2) + 1), every other bit with q = 1 - p, drawn by
+the exact samplers (unary.perturb_unary). Wire form:
+{"j": int in [0, k), "bits": base64 bit vector of m bits} (docs/protocol.md, "cms").
 
-Server: M[j] += k (c/2 v~ + 1/2) with c = 1/(1 - 2f) = (e^(eps/2) + 1)/(e^(eps/2) - 1). The
-support is S[j, i] = number of reports with row j and bit i set (k m counts, row-major);
-since v~ = 2 bit - 1, (1/k) sum_j M[j, h_j(v)] = c sum_j S[j, h_j(v)] - (c - 1) n / 2.
+Server: the paper's sketch is M[j] += k (c/2 v~ + 1/2) with c = (e^(eps/2) + 1)/(e^(eps/2) - 1)
+= 1/(p - q). The support is S[j, i] = number of reports with row j and bit i set (k m counts,
+row-major); with v~ = 2 bit - 1, (1/k) sum_j M[j, h_j(v)] = (sum_j S[j, h_j(v)] - n q)/(p - q)
+(written with p and q as drawn, so it stays exact when the floats p and 1 - q differ).
 """
 
 from __future__ import annotations
@@ -29,29 +31,19 @@ from ldptel.client.oracles.base import (
     report_int,
 )
 from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
+from ldptel.client.oracles.sue import SymmetricUnaryEncoding
 from ldptel.client.oracles.unary import (
     decode_bit_vectors,
     encode_bit_vectors,
     packed_width,
+    perturb_unary,
     unpack_bits,
 )
 from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_uniform_below
 
-# Reports are drawn and counted this many bits at a time (bounded temporaries).
+# Reports are counted this many bits at a time (bounded temporaries).
 _CHUNK_BITS = 1 << 22
-
-
-def flip_threshold(epsilon: float) -> int:
-    """t = ceil(2^32 / (1 + e^(eps/2))): an entry is flipped when a uniform 32-bit word is
-    below t, so the flip probability is exactly t / 2^32 (>= the paper's 1/(1 + e^(eps/2)):
-    the epsilon guaranteed is at most the one requested)."""
-    return math.ceil(2.0**32 / (1.0 + math.exp(epsilon / 2)))
-
-
-def uniform_words(rng: Rng, count: int) -> NDArray[np.uint32]:
-    """`count` independent uniform 32-bit words: the halves of uniform 64-bit draws."""
-    words = rng.integers(0, 1 << 64, -(-count // 2), dtype=np.uint64)
-    return np.ascontiguousarray(words, dtype="<u8").view("<u4")[:count]
 
 
 class CountMeanSketch(SketchOracle):
@@ -59,14 +51,15 @@ class CountMeanSketch(SketchOracle):
 
     Privacy (paper, CMS privacy theorem): one report is eps-LDP against whoever sees it, for
     any two values of the user. Given j (uniform, independent of the value), the two values'
-    vectors differ in at most the two entries h_j(v), h_j(w), each flipped with probability f:
-    the likelihood ratio is at most ((1 - f)/f)^2 = e^eps (1 if h_j(v) = h_j(w)).
+    bits differ in law at most at h_j(v) and h_j(w): the likelihood ratio is at most
+    p (1 - q) / ((1 - p) q) = e^eps (1 if h_j(v) = h_j(w)).
 
-    Variance (derived; the paper's sketch debiasing): a report adds Z = (c a + 1)/2 to the
-    estimate's sum, a = its entry at h_j(v) in {-1, +1}, E[a] = s/c with s = +1 if its bucket
-    is h_j(v), else -1. Var[Z] = (c^2 - E[s]^2)/4: (c^2 - 1)/4 for a report of v, and
-    (c^2 - (1 - 2/m)^2)/4 for another value (collision probability 1/m). So
-    Var[c~_v] = (m/(m-1))^2 n (c^2 - 1)/4 + (n - n_v)/(m - 1): the noise term plus the
+    Variance (derived; the paper's debiasing): a report adds Z = (X - q)/(p - q) to the
+    estimate's sum, X its bit at h_j(v): E[Z] = 1 for a report of v, and 1/m for another
+    value (its bucket collides with h_j(v) with probability 1/m), so
+    Var[Z] = p(1 - p)/(p - q)^2 for a report of v and pi(1 - pi)/(p - q)^2 with
+    pi = q + (p - q)/m for another one. With q = 1 - p and c = 1/(p - q):
+    Var[c~_v] = (m/(m-1))^2 n (c^2 - 1)/4 + (n - n_v)/(m - 1), the noise term plus the
     hash-collision term, the only one that depends on f_v.
     """
 
@@ -83,31 +76,21 @@ class CountMeanSketch(SketchOracle):
         labels: Sequence[str] | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size, k=k, m=m, labels=labels)
-        self._threshold = np.uint32(flip_threshold(self.requested_epsilon))
-        #: The exact probability that an entry is flipped.
-        self.flip = int(self._threshold) / 2.0**32
-        self.c = 1.0 / (1.0 - 2.0 * self.flip)
+        self.p, self.q = SymmetricUnaryEncoding.probabilities(self.requested_epsilon)
+        self.c = 1.0 / (self.p - self.q)
         self.fields = (Field("j", "<u2"), Field("bits", "u1", width=packed_width(self.m)))
 
     @property
     def epsilon(self) -> float:
-        # Two entries differ between any two values, each by (1 - f)/f.
-        return 2.0 * (math.log1p(-self.flip) - math.log(self.flip))
+        # Two bits differ in law between any two values: ln(p(1 - q) / ((1 - p) q)).
+        p, q = self.p, self.q
+        return math.log(p) - math.log(q) + math.log1p(-q) - math.log1p(-p)
 
     # -- client ----------------------------------------------------------------------------
     def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
-        n = keys.size
-        rows = rng.integers(0, self.k, n)
-        buckets = self.key_buckets(keys, rows)
-        packed = np.empty((n, packed_width(self.m)), dtype=np.uint8)
-        step = max(1, _CHUNK_BITS // self.m)
-        for start in range(0, n, step):
-            chunk = buckets[start : start + step]
-            # bit = [entry is +1]: the flips themselves off the bucket, their negation on it.
-            bits = (uniform_words(rng, chunk.size * self.m) < self._threshold).reshape(-1, self.m)
-            bits[np.arange(chunk.size), chunk] ^= True
-            packed[start : start + step] = np.packbits(bits, axis=1)
-        return {"j": rows.astype(np.uint16), "bits": packed}
+        rows = sample_uniform_below(rng, self.k, keys.size)
+        bits = perturb_unary(rng, self.key_buckets(keys, rows), self.m, self.p, self.q)
+        return {"j": rows.astype(np.uint16), "bits": bits}
 
     # -- wire ------------------------------------------------------------------------------
     def encode(self, batch: ReportBatch) -> list[WireReport]:
@@ -154,15 +137,16 @@ class CountMeanSketch(SketchOracle):
         return rows
 
     def offset(self, n: int) -> float:
-        return (self.c - 1.0) * n / 2.0
+        return n * self.q * self.c
 
     @property
     def own_variance(self) -> float:
-        return (self.c**2 - 1.0) / 4.0
+        return self.p * (1.0 - self.p) * self.c**2
 
     @property
     def other_variance(self) -> float:
-        return (self.c**2 - (1.0 - 2.0 / self.m) ** 2) / 4.0
+        pi = self.q + (self.p - self.q) / self.m
+        return pi * (1.0 - pi) * self.c**2
 
     # -- privacy audit ---------------------------------------------------------------------
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
@@ -183,10 +167,9 @@ class CountMeanSketch(SketchOracle):
         return events
 
     def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
-        # Collision with the real family's rate rho; else the true entry is 1 w.p. 1 - f, the
-        # other's entry w.p. f, independently. Largest ratio: ((1 - f)/f)^2 = e^eps.
+        # Collision with the real family's rate rho; else the true bit is 1 w.p. p, the
+        # other's bit w.p. q, independently. Largest ratio: p(1 - q)/((1 - p) q) = e^eps.
         rho = self.collision_rate(value, other)
-        f = self.flip
-        own, foreign = np.array([f, 1.0 - f]), np.array([1.0 - f, f])
+        own, foreign = np.array([1.0 - self.p, self.p]), np.array([1.0 - self.q, self.q])
         low, high = (own, foreign) if value <= other else (foreign, own)
         return np.append((1.0 - rho) * np.outer(low, high).reshape(-1), rho)

@@ -3,7 +3,7 @@ at Scale", 2017, client and server algorithms of HCMS): one bit per report.
 
 Client: draw j uniform in [0, k) and l uniform in [0, m) (m a power of two); w = H[l, h_j(v)]
 with H[l, c] = (-1)^popcount(l AND c), the Sylvester-Hadamard matrix; flip its sign with
-probability f = 1/(1 + e^eps). Wire form: {"j": int in [0, k), "l": int in [0, m),
+probability f = 1/(1 + e^eps) (exact samplers, samplers.py). Wire form: {"j": int in [0, k), "l": int in [0, m),
 "bit": 0 or 1} (bit 1 when the reported sign is +1; docs/protocol.md, "hcms").
 
 Server: M_H[j, l] += k c w~ with c = 1/(1 - 2f) = (e^eps + 1)/(e^eps - 1), then each row is
@@ -32,16 +32,16 @@ from ldptel.client.oracles.base import (
 from ldptel.client.oracles.hr import fwht, parity
 from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
 from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
 
 # The direct (sparse) estimate evaluates about this many (cell, item) pairs at a time.
 _CHUNK_PAIRS = 1 << 20
 
 
 def flip_probability(epsilon: float) -> float:
-    """P(U < 1/(1 + e^eps)) for U uniform on the 2^-53 grid: exactly the sign-flip
-    probability `perturb_batch` uses."""
-    target = 1.0 / (1.0 + math.exp(epsilon))
-    return math.ceil(target * 2.0**53) / 2.0**53
+    """1/(1 + e^eps), the probability the sign is flipped (written with e^-eps: no overflow)."""
+    shrink = math.exp(-epsilon)
+    return shrink / (1.0 + shrink)
 
 
 class HadamardCountMeanSketch(SketchOracle):
@@ -96,9 +96,9 @@ class HadamardCountMeanSketch(SketchOracle):
         return positive
 
     def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
-        rows = rng.integers(0, self.k, keys.size)
-        columns = rng.integers(0, self.m, keys.size)
-        flipped = rng.random(keys.size) < self.flip
+        rows = sample_uniform_below(rng, self.k, keys.size)
+        columns = sample_uniform_below(rng, self.m, keys.size)
+        flipped = sample_bernoulli(rng, self.flip, keys.size)
         positive = self.signs(self.key_buckets(keys, rows), columns) != flipped
         return {
             "j": rows.astype(np.uint16),

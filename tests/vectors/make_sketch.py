@@ -55,22 +55,23 @@ def cms_case(epsilon: float, k: int, m: int, seed: int) -> dict[str, Any]:
     )
     values = np.repeat(np.arange(len(LABELS)), 2)
     reports = oracle.encode(oracle.perturb_batch(values, np.random.default_rng(seed)))
-    threshold = math.ceil(2**32 / (1 + math.exp(epsilon / 2)))
-    c = 1 / (1 - 2 * threshold / 2**32)
+    shrink = math.exp(-epsilon / 2)
+    p, q = 1 / (1 + shrink), shrink / (1 + shrink)
     sketch = [[0.0] * m for _ in range(k)]
     rows = []
     for v, report in zip(values.tolist(), reports, strict=True):
         signs = entries(report["bits"], m)
         for i in range(m):
-            sketch[report["j"]][i] += k * (c / 2 * signs[i] + 0.5)
+            # The paper's k (c/2 v~ + 1/2) with c = 1/(p - q), written k (bit - q)/(p - q).
+            sketch[report["j"]][i] += k * ((signs[i] + 1) / 2 - q) / (p - q)
         bucket = sketch_hash(LABELS[v], report["j"], m)
         rows.append({"value": LABELS[v], "index": v, "bucket": bucket, "report": report})
     return {
         "epsilon": epsilon,
         "k": k,
         "m": m,
-        "flip_threshold": threshold,
-        "c": c,
+        "p": p,
+        "q": q,
         "domain": LABELS,
         "hashes": {v: [sketch_hash(v, j, m) for j in range(k)] for v in LABELS},
         "reports": rows,
@@ -85,7 +86,7 @@ def hcms_case(epsilon: float, k: int, m: int, seed: int) -> dict[str, Any]:
     )
     values = np.repeat(np.arange(len(LABELS)), 3)
     reports = oracle.encode(oracle.perturb_batch(values, np.random.default_rng(seed)))
-    flip = math.ceil(2**53 / (1 + math.exp(epsilon))) / 2**53
+    flip = math.exp(-epsilon) / (1 + math.exp(-epsilon))
     c = 1 / (1 - 2 * flip)
     transformed = [[0.0] * m for _ in range(k)]  # M_H
     rows = []
@@ -153,10 +154,10 @@ def main() -> None:
         "cms.json": {
             "oracle": "cms",
             "description": (
-                "report {j, bits}: h_j(v) = xxh32(le64(item_key(v)), seed=j) mod m; entry "
-                "h_j(v) is +1, the others -1; each entry flipped when a uniform 32-bit word "
-                "is below flip_threshold; bits = the entries as bits (1 = +1); sketch[j] += "
-                "k (c/2 entries + 1/2), c = 1/(1 - 2 flip_threshold/2^32); estimate_v = "
+                "report {j, bits}: h_j(v) = xxh32(le64(item_key(v)), seed=j) mod m; bit "
+                "h_j(v) is 1 with probability p, every other bit with q = 1 - p "
+                "(p = e^(eps/2)/(e^(eps/2)+1)); sketch[j][i] += k (bit_i - q)/(p - q) (the "
+                "paper's k (c/2 v~ + 1/2), c = 1/(p - q)); estimate_v = "
                 "m/(m-1) ((1/k) sum_j sketch[j][h_j(v)] - n/m). malformed: k = 4, m = 16"
             ),
             "cases": [cms_case(2.0, 4, 16, seed=1), cms_case(4.0, 3, 10, seed=2)],
@@ -170,7 +171,7 @@ def main() -> None:
                 "M_H[j][l] += k c sign) times H, c = 1/(1 - 2 flip); estimate as for cms. "
                 "malformed: k = 4, m = 8"
             ),
-            "cases": [hcms_case(1.0, 4, 8, seed=3), hcms_case(2.0, 2, 16, seed=5)],
+            "cases": [hcms_case(1.0, 4, 8, seed=3), hcms_case(2.0, 2, 16, seed=6)],
             "malformed": malformed(HCMS_MALFORMED),
         },
     }

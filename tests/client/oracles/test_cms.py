@@ -16,7 +16,8 @@ from scipy import stats
 from ldptel.analysis.audit import audit, exact_audit, sampled_audit
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles.base import ReportBatch
-from ldptel.client.oracles.cms import CountMeanSketch, flip_threshold
+from ldptel.client.oracles.cms import CountMeanSketch
+from ldptel.client.oracles.sue import SymmetricUnaryEncoding
 from ldptel.client.randomness import Rng
 
 VECTORS = Path(__file__).parents[2] / "vectors" / "cms.json"
@@ -35,20 +36,19 @@ class KeepsTheTrueEntry(CountMeanSketch):
 
 
 class FlipsForEpsilon(CountMeanSketch):
-    """CMS that flips entries at 1/(1 + e^eps) (the whole budget per entry, twice what one
-    report may spend) while claiming eps."""
+    """CMS whose bits are randomized response at eps each (the whole budget per entry, twice
+    what one report may spend) while it claims eps."""
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._threshold = np.uint32(flip_threshold(2 * self.requested_epsilon))
-        self.flip = int(self._threshold) / 2.0**32
+        self.p, self.q = SymmetricUnaryEncoding.probabilities(2 * self.requested_epsilon)
 
     @property
     def epsilon(self) -> float:
         return self.requested_epsilon
 
 
-def test_each_entry_is_flipped_with_the_stated_probability() -> None:
+def test_each_bit_has_the_stated_probability() -> None:
     oracle = CountMeanSketch(epsilon=1.0, domain_size=4, k=8, m=32)
     n = 20_000
     values = np.full(n, 2)
@@ -56,12 +56,12 @@ def test_each_entry_is_flipped_with_the_stated_probability() -> None:
     bits = np.unpackbits(batch["bits"], axis=1, count=32).astype(bool)
     own = oracle.buckets(values, batch["j"])
     at_own = bits[np.arange(n), own]
-    flip = oracle.flip
-    assert flip == pytest.approx(1 / (1 + math.exp(0.5)), abs=2**-32)
+    p, q = oracle.p, oracle.q
+    assert q == pytest.approx(1 / (1 + math.exp(0.5)), rel=1e-15) and p + q == pytest.approx(1)
     limit = stats.norm.isf(ALPHA / 4)
-    z_own = (at_own.sum() - n * (1 - flip)) / math.sqrt(n * flip * (1 - flip))
+    z_own = (at_own.sum() - n * p) / math.sqrt(n * p * (1 - p))
     others = bits.sum() - at_own.sum()
-    z_other = (others - n * 31 * flip) / math.sqrt(n * 31 * flip * (1 - flip))
+    z_other = (others - n * 31 * q) / math.sqrt(n * 31 * q * (1 - q))
     assert abs(z_own) < limit and abs(z_other) < limit, (z_own, z_other)
     # j is uniform on [0, k).
     assert stats.chisquare(np.bincount(batch["j"], minlength=8)).pvalue > ALPHA
@@ -119,8 +119,7 @@ def test_vectors() -> None:
             m=case["m"],
             labels=labels,
         )
-        assert int(oracle._threshold) == case["flip_threshold"]
-        assert oracle.c == pytest.approx(case["c"], rel=1e-15)
+        assert (oracle.p, oracle.q) == (case["p"], case["q"])
         rows = np.arange(case["k"])
         for v, label in enumerate(labels):
             assert oracle.buckets(np.full(case["k"], v), rows).tolist() == case["hashes"][label]
@@ -132,7 +131,7 @@ def test_vectors() -> None:
         # The debiased sketch, as the paper's server builds it.
         rows_sum = oracle.debiased_rows(oracle.support(batch), n) * case["k"]
         counts = np.bincount(batch["j"], minlength=case["k"])[:, None]
-        sketch = rows_sum - case["k"] * (oracle.c - 1) / 2 * counts
+        sketch = rows_sum - case["k"] * oracle.c * oracle.q * counts
         assert np.allclose(sketch, case["sketch"])
     for bad in document["malformed"]:
         oracle = CountMeanSketch(epsilon=1.0, domain_size=4, k=4, m=16)
