@@ -3,8 +3,8 @@ at Scale", 2017, client and server algorithms of HCMS): one bit per report.
 
 Client: draw j uniform in [0, k) and l uniform in [0, m) (m a power of two); w = H[l, h_j(v)]
 with H[l, c] = (-1)^popcount(l AND c), the Sylvester-Hadamard matrix; flip its sign with
-probability f = 1/(1 + e^eps) (exact samplers, samplers.py). Wire form: {"j": int in [0, k), "l": int in [0, m),
-"bit": 0 or 1} (bit 1 when the reported sign is +1; docs/protocol.md, "hcms").
+probability f = 1/(1 + e^eps) (exact samplers, samplers.py). Wire form: {"j": int in [0, k),
+"l": int in [0, m), "bit": 0 or 1} (bit 1 when the sent sign is +1; docs/protocol.md, "hcms").
 
 Server: M_H[j, l] += k c w~ with c = 1/(1 - 2f) = (e^eps + 1)/(e^eps - 1), then each row is
 transformed back, M = M_H H. The support counts reports per (j, l, bit) (2 k m counts, index
