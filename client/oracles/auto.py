@@ -7,9 +7,11 @@ With Wang et al.'s formulas DE beats OUE/OLH below 3 e^eps + 2 categories (where
 (d - 2 + e^eps) < 4 e^eps); Subset Selection is DE when its k rounds to 1 (d < 1.5 (e^eps+1),
 where the tie goes to DE) and beats DE above that; past 3 e^eps + 2 it is SS / OUE / OLH / HR
 by size and cost (OLH's 8-byte report and HR's 4-byte one under a tight size limit).
-Apple's sketches compete too: HCMS's variance is HR's times (m/(m-1))^2 (never chosen over
-HR, which is as cheap), CMS's is OUE's times about cosh^2(eps/4) (m/(m-1))^2 (within the 2% tie
-below eps ~ 0.5, where its per-report cost, independent of d, wins for d above ~1,800).
+Apple's sketches (cms, hcms) are not candidates yet: their window state is k m cells (2^20 at
+the defaults) kept as one Redis hash field per cell, far more than any other oracle's d
+(choose them by name for open domains). With their variance they would lose anyway except
+CMS below eps ~ 0.5 and d above ~1,800: OUE's variance times about cosh^2(eps/4)
+(m/(m-1))^2, within the 2% tie, with a per-report cost independent of d.
 
 The report size is the compact (stored) size of one report, sum of its fields' bytes.
 """
@@ -24,7 +26,6 @@ import numpy as np
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import FrequencyOracle, check_epsilon, check_int
-from ldptel.client.oracles.sketch import DEFAULT_M
 
 #: Candidates whose variance is within this factor of the best count as tied.
 NEAR_TIE = 1.02
@@ -40,11 +41,9 @@ COSTS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "oue": ((0, 1), (0, 1 / 8)),
     "sue": ((0, 1), (0, 1 / 8)),
     "ss": ((0, 1), (0, 1 / 8)),
-    # The sketches touch their m = 1024 entries (cms) or one cell (hcms) per report, whatever
-    # d; their estimate (k hashes per item) is paid once per window, not per report.
-    "cms": ((DEFAULT_M, 0), (DEFAULT_M, 0)),
-    "hcms": ((1, 0), (1, 0)),
 }
+#: Not candidates until their window state is stored compactly (see the module docstring).
+NOT_CANDIDATES = frozenset({"cms", "hcms"})
 #: Oracles missing from COSTS touch every item on both sides.
 DEFAULT_COST = ((0.0, 1.0), (0.0, 1.0))
 
@@ -81,7 +80,7 @@ def choose_oracle(
     limit = None if max_report_bytes is None else check_int(max_report_bytes, "max_report_bytes", 1)
     rows = []
     for name, cls in ORACLES.items():
-        if name == AutoOracle.name or not cls.exact_estimator:
+        if name == AutoOracle.name or name in NOT_CANDIDATES or not cls.exact_estimator:
             continue
         oracle = _build(cls, eps, d)
         size = sum(f.nbytes(1) for f in oracle.fields)
