@@ -177,7 +177,6 @@ def main() -> None:
     parser.add_argument("--oracle", default="oue")
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--server-threads", type=int, default=8, help="threads per worker")
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--client-threads", type=int, default=8)
     parser.add_argument("--raw-n", type=int, default=200_000)
@@ -199,7 +198,7 @@ def main() -> None:
         collector = subprocess.Popen(
             [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
              "--redis-url", server.url, "--workers", str(args.workers),
-             "--threads", str(args.server_threads), "--rate-limit", "0"],
+             "--rate-limit", "0"],
             env=env, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:

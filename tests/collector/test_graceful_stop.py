@@ -117,7 +117,7 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
     log = (tmp_path / "collector.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-         "--redis-url", redis_url, "--workers", "2", "--threads", "4", "--rate-limit", "0"],
+         "--redis-url", redis_url, "--workers", "2", "--rate-limit", "0"],
         env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     stop = threading.Event()

@@ -118,7 +118,8 @@ def test_gzip_bodies_are_accepted(api: Api, campaign: Campaign) -> None:
         ([{"y": 1}, {"y": -1}], "reports[1].y"),
         ([{"y": 1.5}], "reports[0].y"),
         ([{"y": True}], "reports[0].y"),
-        ([{"z": 1}], "reports[0].y"),
+        ([{"z": 1}], "reports[0].z"),  # unknown inside a report, like unknown batch fields
+        ([{"y": 1}, {"y": 1, "extra": 0}], "reports[1].extra"),
         ([3], "reports[0].report"),
         ([], "reports"),
     ],
