@@ -14,6 +14,8 @@ import json
 import logging
 import socket
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gevent
@@ -23,6 +25,9 @@ from gunicorn.workers.ggevent import GeventWorker
 from ldptel.collector.settings import CollectorConfig
 
 LOG = logging.getLogger("ldptel.collector")
+#: After SIGTERM, a connection waiting for its next request is closed this much later (a
+#: request already on its way is still served, with Connection: close).
+STOP_LINGER_SECONDS = 1.0
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 256 * 1024
 _CHUNK = 64 * 1024
@@ -90,14 +95,40 @@ class CollectorWorker(GeventWorker):  # type: ignore[misc]
     """gunicorn's gevent worker with a buffered, time-bounded body and JSON errors.
 
     Waiting for a request's line and headers is bounded by gunicorn's `keepalive` (5 s: an
-    idle or slow-header connection is closed then); the body by `body_timeout_seconds`.
+    idle or slow-header connection is closed then), and ends STOP_LINGER_SECONDS after a
+    SIGTERM; the body is bounded by `body_timeout_seconds`.
     """
 
     def init_process(self) -> None:
         config: CollectorConfig = self.app.collector_config
         self.body_timeout = config.body_timeout_seconds
         self.max_body_bytes = config.max_body_bytes
+        self.waiting: dict[Any, gevent.Timeout] = {}
         super().init_process()
+
+    @contextmanager
+    def timeout_ctx(self) -> Iterator[None]:
+        """The wait for a connection's next request (gunicorn's keep-alive loop), silent on
+        timeout: the connection is then closed."""
+        timeout = gevent.Timeout(self.cfg.keepalive, False)
+        waiter = gevent.getcurrent()
+        self.waiting[waiter] = timeout
+        try:
+            with timeout:
+                yield
+        finally:
+            self.waiting.pop(waiter, None)
+
+    def handle_exit(self, sig: Any, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        # Idle keep-alive connections would otherwise hold the stop for the whole keepalive.
+        gevent.spawn_later(STOP_LINGER_SECONDS, self.end_waits)
+
+    def end_waits(self) -> None:
+        """Fire the timeout of every connection still waiting for a request."""
+        loop = gevent.get_hub().loop
+        for waiter, timeout in list(self.waiting.items()):
+            loop.run_callback(waiter.throw, timeout)
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         try:

@@ -11,10 +11,11 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from collector_api import ADMIN_TOKEN, Api, wait_until_up
+import requests
+from collector_api import ADMIN_TOKEN, Api
 
 from ldptel.store.redis_server import free_port
 
@@ -27,6 +28,7 @@ class Served:
     port: int
     process: subprocess.Popen[bytes]
     log_path: Path
+    clients: list[Api] = field(default_factory=list)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -37,7 +39,11 @@ class Served:
         return [int(pid) for pid in children.read_text().split()]
 
     def api(self) -> Api:
-        return Api(self.url)
+        """A client whose keep-alive connection is closed before the stop (an open one
+        would hold a worker's graceful stop for the keep-alive timeout)."""
+        client = Api(self.url)
+        self.clients.append(client)
+        return client
 
 
 @contextmanager
@@ -57,16 +63,35 @@ def served(
             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
+    running = Served(url, port, process, log_path)
     try:
         wait_until_up(url, process)
-        yield Served(url, port, process, log_path)
+        yield running
     finally:
+        for client in running.clients:
+            client.session.close()
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
+    """Wait (up to 30 s) until the collector answers /readyz; the probing connection is closed
+    (left open, it would hold the graceful stop for the keep-alive timeout)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the collector exited at start"
+        try:
+            with requests.Session() as session, session.get(f"{url}/readyz", timeout=5) as ready:
+                if ready.status_code == 200:
+                    return
+        except requests.RequestException:  # not listening yet, or a worker still booting
+            pass
+        time.sleep(0.1)
+    raise AssertionError("the collector did not come up")
 
 
 def rss_bytes(pid: int) -> int:
@@ -117,4 +142,3 @@ def status_and_json(raw: bytes) -> tuple[int, dict[str, object]]:
     headers = dict(line.split(b": ", 1) for line in lines[1:])
     assert headers.get(b"Content-Type", b"").startswith(b"application/json"), head
     return int(lines[0].split()[1]), json.loads(body[: int(headers[b"Content-Length"])])
-
