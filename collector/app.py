@@ -120,9 +120,10 @@ class Collector:
     def _head_limit(self, head: bytes) -> int:
         """The inflation cap once the first inflated bytes are known (gunzip_capped)."""
         name = named_campaign(head)
-        if name is None:  # named further on: capped at max_body_bytes until then
-            return self.config.max_body_bytes
-        return self.ingestor.text_limit(name, self.config.max_reports_per_batch)
+        max_reports = self.config.max_reports_per_batch
+        if name is None:  # named further on: until then, the largest valid batch of any campaign
+            return self.ingestor.largest_text_limit(max_reports)
+        return self.ingestor.text_limit(name, max_reports)
 
 
 def _collector() -> Collector:

@@ -241,6 +241,7 @@ class Ingestor:
         self.rate_limit = rate_limit
         self._ingest = redis.register_script(_INGEST)
         self._forms: dict[tuple[str, str], ReportForm] = {}
+        self._largest: tuple[float, int] = (0.0, 0)
 
     def report_form(self, config_id: str, level: str, oracle: FrequencyOracle) -> ReportForm:
         """The report form of a config at a level (configs are immutable: cached for good)."""
@@ -248,6 +249,22 @@ class Ingestor:
         if key not in self._forms:
             self._forms[key] = ReportForm.of(oracle)
         return self._forms[key]
+
+    def largest_text_limit(self, max_reports: int, cache_seconds: float = 1.0) -> int:
+        """The largest `text_limit` of any campaign that takes batches: the cap of a batch
+        text until the campaign it names is known (recomputed at most every
+        `cache_seconds`)."""
+        now = time.monotonic()
+        expires, largest = self._largest
+        if now >= expires:
+            largest = ENVELOPE_BYTES
+            for name in self.registry.names():
+                try:
+                    largest = max(largest, self.text_limit(name, max_reports))
+                except ApiError:  # retired, or a registry entry without its config
+                    continue
+            self._largest = (now + cache_seconds, largest)
+        return largest
 
     def text_limit(self, name: str, max_reports: int) -> int:
         """The most bytes a valid batch of campaign `name` can take as JSON text: its widest

@@ -29,6 +29,7 @@ def conforms(response: requests.Response, *args: Any, **kwargs: Any) -> None:
         import jsonschema
 
         assert response.status_code in (404, 405), f"{request.method} {path} is undocumented"
+        assert response.headers.get("Content-Type") == "application/json", response.text
         jsonschema.validate(response.json(), ERROR_SCHEMA)
         return
     documented = operation.definition.raw["responses"]

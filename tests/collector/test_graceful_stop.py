@@ -2,10 +2,10 @@
 is finished and answered, and every batch is either acknowledged (2xx) and stored, or not
 stored at all.
 
-What gunicorn's gthread worker guarantees on SIGTERM (and what this tests): it stops
-accepting, lets each connection it holds finish and answer its request within
+What the collector's gevent worker (collector/worker.py) guarantees on SIGTERM (and what this
+tests): it stops accepting, lets each connection it holds finish and answer its request within
 `graceful_timeout` (30 s), then closes it; an idle keep-alive connection stays open for at
-most 2 s more. Connections it never accepted (still in the listen backlog, or opened after the
+most 1 s more. Connections it never accepted (still in the listen backlog, or opened after the
 stop) are refused or reset without being read, so nothing of them is stored; the client
 retries them with the same Idempotency-Key against the next collector.
 """
