@@ -11,8 +11,8 @@ import requests
 import urllib3
 from conftest import OPENAPI, conforms
 from openapi_spec_validator import validate
-from schemathesis.core.failures import FailureGroup
 from openapi_spec_validator.readers import read_from_filename
+from schemathesis.core.failures import FailureGroup
 
 
 def test_the_document_is_valid_openapi() -> None:
