@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import requests
-from collector_ingest import ADMIN, _recv_response, make_body
+from collector_ingest import ADMIN, _recv_response, cpu_seconds, make_body
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.store.redis_server import RedisServer, free_port
@@ -171,6 +171,7 @@ def _bombers(port: int, token: str, bodies: list[bytes], senders: int, stop: Any
     ).encode()
     counts: dict[int, int] = {}
     lock = threading.Lock()
+    tag = os.urandom(4).hex()  # fresh keys in every run: no batch is a retry
 
     def sender(number: int) -> None:
         sequence = 0
@@ -182,7 +183,7 @@ def _bombers(port: int, token: str, bodies: list[bytes], senders: int, stop: Any
                     sequence += 1
                     body = bodies[sequence % len(bodies)]
                     length = f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-                    sock.sendall(head + f"b{number}-{sequence}".encode() + length + body)
+                    sock.sendall(head + f"{tag}-{number}-{sequence}".encode() + length + body)
                     status = _recv_response(sock, buffer)
                     with lock:
                         counts[status] = counts.get(status, 0) + 1
@@ -226,6 +227,31 @@ def with_hostile(target: Any, args: tuple[Any, ...], measure: Any) -> tuple[Any,
     hostile = out.get()
     proc.join()
     return measured, hostile
+
+
+def hostile_cost(
+    pids: list[int], port: int, token: str, bodies: list[bytes], seconds: float
+) -> dict[str, float]:
+    """16 back-to-back senders of `bodies` alone: answers/s and worker CPU per answer."""
+    before = cpu_seconds(pids)
+    stop: Any = multiprocessing.Event()
+    out: Any = multiprocessing.Queue()
+    proc = multiprocessing.Process(
+        target=_bombers, args=(port, token, bodies, BOMB_SENDERS, stop, out)
+    )
+    started = time.perf_counter()
+    proc.start()
+    time.sleep(seconds)  # benchmark only: a fixed measurement period
+    stop.set()
+    counts = out.get()
+    proc.join()
+    elapsed = time.perf_counter() - started
+    answers = sum(counts.values())
+    return {
+        "answers_per_s": answers / elapsed,
+        "worker_cpu_ms_per_answer": (cpu_seconds(pids) - before) / answers * 1000,
+        **{f"status_{status}": n for status, n in counts.items()},
+    }
 
 
 def main() -> None:
@@ -287,6 +313,16 @@ def main() -> None:
             results["rss_mib"] = {
                 str(pid): {"idle": idle[pid] / 2**20, "peak": peaks[pid] / 2**20} for pid in idle
             }
+            pids = list(idle)
+            valid = [gzip.compress(body)]
+            results["cost_valid"] = hostile_cost(pids, port, token, valid, seconds)
+            results["cost_bombs"] = hostile_cost(
+                pids, port, token, bombs("bench", config_id), seconds
+            )
+            results["flood"], results["flood_answers"] = with_hostile(
+                _bombers, (port, token, valid, BOMB_SENDERS),
+                lambda: normal_load(port, token, body, 16, seconds),
+            )  # fmt: skip
             results["ramp"] = [normal_load(port, token, body, n, seconds) for n in (1, 4, 16, 64)]
         finally:
             collector.terminate()
@@ -295,6 +331,7 @@ def main() -> None:
     quiet = results["quiet"]["requests_per_s"]
     results["slow_ratio"] = results["slow"]["requests_per_s"] / quiet
     results["bomb_ratio"] = results["bombs"]["requests_per_s"] / quiet
+    results["flood_ratio"] = results["flood"]["requests_per_s"] / quiet
     print(json.dumps(results, indent=2))
     if args.json:
         with open(args.json, "w") as out:
