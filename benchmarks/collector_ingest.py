@@ -1,5 +1,5 @@
 """Collector ingestion end to end: reports/s accepted over HTTP (auth + JSON + oracle
-validation + one Lua XADD round trip) by `ldptel collector serve` (gunicorn gthread), for
+validation + one Lua XADD round trip) by `ldptel collector serve` (gunicorn, gevent), for
 single-report requests and batches of 100 and 1000, beside the raw redis-py pipelined
 per-report XADD ceiling measured on the same redis-server in the same run.
 
