@@ -48,11 +48,16 @@ class Served:
 
 @contextmanager
 def served(
-    redis_url: str, tmp_path: Path, *, workers: int = 2, body_timeout: float = 10.0
+    redis_url: str,
+    tmp_path: Path,
+    *,
+    workers: int = 2,
+    body_timeout: float = 10.0,
+    port: int | None = None,
 ) -> Iterator[Served]:
-    """`ldptel collector serve` on a free loopback port; stopped (SIGTERM, then SIGKILL after
-    30 s) on exit."""
-    port = free_port()
+    """`ldptel collector serve` on loopback (a free port unless given); stopped (SIGTERM, then
+    SIGKILL after 30 s) on exit, unless it is gone already."""
+    port = port or free_port()
     log_path = tmp_path / f"collector-{port}.log"
     env = {**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN_TOKEN}
     with log_path.open("wb") as log:
@@ -70,7 +75,8 @@ def served(
     finally:
         for client in running.clients:
             client.session.close()
-        process.send_signal(signal.SIGTERM)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -9,76 +9,16 @@ import os
 import signal
 import threading
 import time
-import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import requests
-from collector_api import batch
-from served_collector import Served, served
-
-from ldptel.store import codec, keys
+from load_clients import assert_exactly_once, setup
+from served_collector import served
 
 RAMP = (1, 4, 16, 64)
 BATCHES_PER_STEP = 192
-
-
-class Client:
-    """Sends batches, each retried under its key until 202 (connection errors and 503 are
-    retried; any other answer fails the test)."""
-
-    def __init__(self, url: str, token: str, config_id: str) -> None:
-        self.url, self.token, self.config_id = url, token, config_id
-        self.acknowledged: dict[str, int] = {}
-        self.statuses: Counter[int] = Counter()
-        self.lock = threading.Lock()
-        self.local = threading.local()
-
-    def session(self) -> requests.Session:
-        if not hasattr(self.local, "session"):
-            self.local.session = requests.Session()
-        return self.local.session  # type: ignore[no-any-return]
-
-    def send(self, i: int) -> None:
-        key, values = uuid.uuid4().hex, [i % 5] * (1 + i % 4)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                response = self.session().post(
-                    f"{self.url}/v1/reports",
-                    json=batch(self.config_id, values),
-                    headers={"Authorization": f"Bearer {self.token}", "Idempotency-Key": key},
-                    timeout=30,
-                )
-            except requests.ConnectionError:
-                continue  # a killed worker's connection: retry under the same key
-            with self.lock:
-                self.statuses[response.status_code] += 1
-            if response.status_code == 202:
-                with self.lock:
-                    self.acknowledged[key] = len(values)
-                return
-            assert response.status_code == 503, response.text
-        raise AssertionError(f"batch {key} never acknowledged")
-
-
-def stored(redis_client: Any) -> list[codec.StreamEntry]:
-    return [codec.decode(fields) for _, fields in redis_client.xrange(keys.stream("colors", 0))]
-
-
-def assert_exactly_once(client: Client, redis_client: Any) -> None:
-    entries = stored(redis_client)
-    assert len(entries) == len(client.acknowledged)  # nothing doubled, nothing extra
-    assert sum(e.n for e in entries) == sum(client.acknowledged.values())
-    assert not any(status >= 500 and status != 503 for status in client.statuses)
-
-
-def setup(collector: Served) -> Client:
-    api = collector.api()
-    config_id, token = api.create_campaign(), api.create_token()
-    return Client(collector.url, token, config_id)
 
 
 def test_a_load_ramp_is_stored_exactly_once(
@@ -118,5 +58,6 @@ def test_a_worker_killed_under_load_loses_and_doubles_nothing(
             list(pool.map(client.send, range(400)))
         killer.join(timeout=60)
         assert len(killed) == 2
+        assert client.connection_errors > 0  # the kills were felt: batches were retried
         assert len(client.acknowledged) == 400
         assert_exactly_once(client, redis_client)
