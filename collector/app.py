@@ -87,12 +87,11 @@ class Collector:
             self.config.max_body_bytes,
         )
 
-    def json_body(self, encoding: str | None = None) -> object:
-        """The request's JSON body, checked against the caps before and while reading
-        (`encoding`: what `check_body_headers` returned, if it was called already)."""
+    def json_body(self) -> object:
+        """The request's JSON body (an admin request), checked against the caps before and
+        while reading."""
         req = request._get_current_object()  # type: ignore[attr-defined]
-        if encoding is None:
-            encoding = self.check_body_headers(req)
+        encoding = self.check_body_headers(req)
         data = read_capped(req.stream, self.config.max_body_bytes)
         if encoding == "gzip":
             data = gunzip_capped(data, self.config.max_body_bytes)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import IO
 
 from ldptel.collector.errors import ApiError, bad_request
+from ldptel.collector.ingest import parse_batch
 
 _CHUNK = 64 * 1024
 #: The first inflated bytes, in which a batch names its campaign (the SDK writes it first).
@@ -72,8 +73,6 @@ def unnamed_batch(text: bytes, max_reports: int) -> ApiError:
     """The 400 for a batch text in which `named_campaign` finds no campaign: a text of at
     most HEAD_BYTES is parsed, to name the field at fault; a longer one is not."""
     if len(text) <= HEAD_BYTES:
-        from ldptel.collector.ingest import parse_batch
-
         parse_batch(parse_json(text), max_reports)  # raises, naming the field
     return bad_request("campaign", "must be a campaign name ([a-z0-9][a-z0-9_-]{0,63})")
 
