@@ -64,9 +64,7 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def start_collectors(
-    url: str, count: int, threads: int
-) -> list[tuple[subprocess.Popen[bytes], int]]:
+def start_collectors(url: str, count: int) -> list[tuple[subprocess.Popen[bytes], int]]:
     env = {
         **os.environ,
         "LDPTEL_ADMIN_TOKEN": ADMIN,
@@ -89,8 +87,6 @@ def start_collectors(
                 url,
                 "--workers",
                 "1",
-                "--threads",
-                str(threads),
             ],
             env=env,
             stderr=subprocess.DEVNULL,
@@ -161,7 +157,7 @@ def aggregate(url: str, workers: int) -> float:
 def measure(topology: str, args: argparse.Namespace, config: CampaignConfig) -> dict[str, Any]:
     with store(topology) as (url, nodes):
         redis_pids = pids(nodes)
-        collectors = start_collectors(url, args.collectors, args.threads)
+        collectors = start_collectors(url, args.collectors)
         try:
             base = f"http://127.0.0.1:{collectors[0][1]}"
             admin = {"Authorization": f"Bearer {ADMIN}"}
@@ -207,7 +203,6 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100, help="reports per request")
     parser.add_argument("--shards", type=int, default=12, help="stream shards of the campaign")
     parser.add_argument("--collectors", type=int, default=2, help="collector processes")
-    parser.add_argument("--threads", type=int, default=8, help="threads per collector")
     parser.add_argument("--workers", type=int, default=2, help="aggregator workers")
     parser.add_argument("--oracle", default="oue")
     parser.add_argument("--d", type=int, default=64)

@@ -1,6 +1,7 @@
 """`ldptel collector`: run the collector, and manage ingest tokens and campaigns.
 
-    ldptel collector serve [--host H] [--port P] [--redis-url URL] [--workers N] [--threads N]
+    ldptel collector serve [--host H] [--port P] [--redis-url URL] [--workers N] [--connections N]
+        [--body-timeout SECONDS]
     ldptel collector token create APP        (prints the token once)
     ldptel collector token list              (id and app of every token; never the token)
     ldptel collector token revoke (TOKEN | --id ID | --app APP)
@@ -52,7 +53,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "<data dir>/redis)",
     )
     serve.add_argument("--workers", type=int, help="worker processes ($LDPTEL_WORKERS, else 2)")
-    serve.add_argument("--threads", type=int, help="threads per worker ($LDPTEL_THREADS, else 8)")
+    serve.add_argument(
+        "--connections",
+        type=int,
+        metavar="N",
+        help="open connections per worker, slow and idle ones included ($LDPTEL_CONNECTIONS, "
+        "else 1000)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="a request body not received in full within this time gets 408 "
+        "($LDPTEL_BODY_TIMEOUT_SECONDS, else 10)",
+    )
     serve.add_argument(
         "--rate-limit",
         type=int,
@@ -112,9 +126,11 @@ def _serve(args: argparse.Namespace) -> int:
     config = CollectorConfig.from_environ(os.environ)
     if args.rate_limit is not None:
         config = replace(config, rate_limit=args.rate_limit).checked()
+    if args.body_timeout is not None:
+        config = replace(config, body_timeout_seconds=args.body_timeout).checked()
     flags = {
         name: value
-        for name in ("host", "port", "workers", "threads", "data_dir")
+        for name in ("host", "port", "workers", "connections", "data_dir")
         if (value := getattr(args, name)) is not None
     }
     options = replace(from_env(ServeOptions, os.environ, ServeOptions()), **flags)

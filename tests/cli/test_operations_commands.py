@@ -134,7 +134,7 @@ def test_serve_from_the_environment_keeps_its_admin_token_out_of_the_log(tmp_pat
 
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("LDPTEL_")}
-    env.update(LDPTEL_PORT=str(port), LDPTEL_WORKERS="1", LDPTEL_THREADS="2")
+    env.update(LDPTEL_PORT=str(port), LDPTEL_WORKERS="1", LDPTEL_CONNECTIONS="50")
     env.update(LDPTEL_DATA_DIR=str(tmp_path / "state"), GUNICORN_CMD_ARGS="--workers 3")
     process = subprocess.Popen([sys.executable, "-m", "ldptel.cli", "collector", "serve"],
                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,

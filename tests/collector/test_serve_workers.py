@@ -49,7 +49,7 @@ def test_a_worker_leaving_leaves_the_collector_and_its_redis_running(tmp_path: P
     env["LDPTEL_ADMIN_TOKEN"] = "workers-admin-token-123456"
     process = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-         "--workers", "2", "--threads", "2"],
+         "--workers", "2"],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
