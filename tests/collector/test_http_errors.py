@@ -78,7 +78,11 @@ def test_the_logs_hold_no_address_and_no_request_bytes(collector: Served) -> Non
     exchange(collector.port, GARBAGE)
     exchange(collector.port, b"GET /" + b"q" * 9000 + b" HTTP/1.1\r\n\r\n")
     requests.get(f"{collector.url}/healthz?who=probe-marker", timeout=5)
-    log = collector.log()
+    # The lines that say where the server itself listens name its own address, not a client's.
+    own = ("listening on http://", "Listening at: http://", "private Redis at redis://")
+    log = "\n".join(
+        line for line in collector.log().splitlines() if not any(o in line for o in own)
+    )
     assert '"error":"InvalidRequestLine"' in log  # the garbage was seen and logged
     for leak in ("127.0.0.1", "secret-garbage", "qqqq", "probe-marker", "ip="):
         assert leak not in log
