@@ -124,7 +124,7 @@ class LiveCollector:
         """Create (or update) a campaign; returns its config."""
         data = campaign_config(name, **changes)
         config_id = self.api.create_campaign(data)
-        config = CampaignConfig.from_dict(data).with_fixed_params()  # as the collector stores it
+        config = CampaignConfig.from_dict(data).as_created()  # as the collector stores it
         assert config.config_id == config_id
         return config
 
