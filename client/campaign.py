@@ -20,7 +20,13 @@ from typing import Any
 
 from ldptel.client.canonical import canonical_json
 from ldptel.client.errors import InvalidLevelError, ParameterError
-from ldptel.client.levels import check_levels, check_strategy, reporting_epsilon
+from ldptel.client.levels import (
+    SAMPLE,
+    SampleOracle,
+    check_levels,
+    check_strategy,
+    reporting_epsilon,
+)
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.auto import AutoOracle, choose_oracle
 from ldptel.client.oracles.base import check_epsilon, check_int
@@ -250,7 +256,13 @@ class CampaignConfig:
         """The oracle a level's reports are randomized with (None: the level does not
         report); the same oracle name and params as the config, at the level's epsilon."""
         epsilon = self.reporting_epsilon(level)
-        return None if epsilon is None else self.build_oracle(epsilon, level)
+        if epsilon is None:
+            return None
+        if self.level_strategy == SAMPLE:  # simulated only (levels.SIMULATED_STRATEGIES)
+            assert self.level_threshold is not None
+            inner = self.build_oracle(self.level_threshold, level)
+            return inner if epsilon >= self.level_threshold else SampleOracle(inner, epsilon)
+        return self.build_oracle(epsilon, level)
 
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""

@@ -12,6 +12,10 @@ from ldptel.collector.auth import token_hash
 from ldptel.store import keys
 
 
+#: RAPPOR's f at epsilon 1 (h = 2, p = 0.5, q = 0.75): a multiple of 2^-31.
+RAPPOR_F_AT_1 = 1_147_042_122 / 2**31
+
+
 def error_of(response: Any) -> tuple[str, str]:
     body = response.json()["error"]
     return body["field"], body["reason"]
@@ -32,15 +36,18 @@ def test_created_campaign_is_served_with_its_config_id_as_etag(api: Api) -> None
     ("oracle", "fixed"),
     [
         ("she", {"resolution": 1}),
-        ("the", {"resolution": 2}),
-        ("rappor", {"k": 16, "h": 2, "m": 64, "p": 0.5, "q": 0.75}),
-        ("olh", {}),  # g follows epsilon (and each privacy level's)
+        ("the", {"resolution": 2, "theta": 0.875}),  # t = 1: (1 + 3/4) / 2
+        ("rappor", {"k": 16, "h": 2, "m": 64, "p": 0.5, "q": 0.75, "f": RAPPOR_F_AT_1}),
+        ("olh", {"g": 4}),  # round(e + 1)
+        ("ss", {"k": 1}),  # round(5 / (e + 1))
+        ("de", {}),
     ],
 )
 def test_a_campaign_is_stored_with_its_oracles_defaults_written_out(
     api: Api, oracle: str, fixed: dict[str, Any]
 ) -> None:
-    # So that a default changed in a later version cannot change an existing campaign.
+    # So that a default changed in a later version cannot change an existing campaign, and so
+    # that no client derives a parameter (docs/protocol.md, "Derived parameters").
     config_id = api.create_campaign(campaign_config(oracle=oracle))
     body = api.session.get(f"{api.url}/v1/campaigns/colors").json()
     assert body["params"] == fixed
