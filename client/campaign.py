@@ -9,6 +9,7 @@ check a report is written into it then, so no client ever derives one (docs/prot
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -166,10 +167,11 @@ class CampaignConfig:
         spaces, ensure_ascii=False (1.0 as `1.0`, 0.00001 as `1e-05`); kept for stored ids."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
-    @property
+    @functools.cached_property
     def config_id(self) -> str:
         """First 16 hex digits of SHA-256 of the canonical JSON's UTF-8 bytes (of the legacy
-        form for a config stored under a legacy id)."""
+        form for a config stored under a legacy id). Computed once per config object (the
+        collector asks for it on every batch)."""
         text = self.legacy_json() if self.legacy_id else self.canonical_json()
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

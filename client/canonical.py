@@ -52,6 +52,10 @@ def _write(value: object, parts: list[str]) -> None:
             parts.append(":")
             _write(value[key], parts)
         parts.append("}")
+    elif isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
+        # A domain of labels: one call of the C encoder, whose strings are JCS's (_string).
+        _check_utf8("".join(value))
+        parts.append(json.dumps(list(value), ensure_ascii=False, separators=(",", ":")))
     elif isinstance(value, Sequence):
         parts.append("[")
         for i, item in enumerate(value):
@@ -72,11 +76,15 @@ def _string(text: str) -> str:
     # RFC 8785, Sec. 3.2.2.2: \" \\ \b \f \n \r \t, other controls below U+0020 as \u00xx
     # (lower-case hex), everything else literal. Python's encoder with ensure_ascii=False
     # writes exactly this; a lone surrogate has no UTF-8 form and is refused.
+    _check_utf8(text)
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _check_utf8(text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
         raise ParameterError("config", "strings must not hold unpaired surrogates") from error
-    return json.dumps(text, ensure_ascii=False)
 
 
 def number(value: float) -> str:
