@@ -11,7 +11,6 @@ from ldptel.client.campaign import CampaignConfig
 from ldptel.collector.auth import token_hash
 from ldptel.store import keys
 
-
 #: RAPPOR's f at epsilon 1 (h = 2, p = 0.5, q = 0.75): a multiple of 2^-31.
 RAPPOR_F_AT_1 = 1_147_042_122 / 2**31
 
