@@ -358,8 +358,9 @@ class Rappor(FrequencyOracle):
         }
 
     def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
-        # Not exactly unbiased (exact_estimator = False): the non-negative fit shrinks rare
-        # candidates to 0. Use `fit` for standard errors and significance.
+        # Least squares when every candidate is identifiable (unbiased given the cohort sizes);
+        # else the non-negative fit, which shrinks rare candidates to 0: not exactly unbiased
+        # either way (exact_estimator = False). Use `fit` for standard errors and significance.
         return self.fit(support).estimate.copy()  # the fit stays cached unchanged
 
     def variance(

@@ -2,8 +2,10 @@
 only, like every other oracle's estimate, so the decode in docs/protocol.md needs no extra).
 
 As Google's analysis does (Erlingsson et al. 2014, Sec. 4): unbiased counts of set Bloom bits
-per (cohort, bit), a linear model over the candidates' Bloom patterns, a non-negative fit,
-standard errors, and a multiple-testing-corrected significance test per candidate.
+per (cohort, bit), a linear model over the candidates' Bloom patterns, a fit (least squares
+when every candidate is identifiable, else non-negative after a LASSO selection), standard
+errors, and a multiple-testing-corrected significance test per candidate. Every step, with
+its constants, is in docs/protocol.md ("rappor", "Aggregation").
 """
 
 from __future__ import annotations
