@@ -54,6 +54,17 @@ def test_a_campaign_is_stored_with_its_oracles_defaults_written_out(
     assert api.create_campaign(campaign_config(oracle=oracle, params=fixed)) == config_id
 
 
+def test_a_campaign_with_levels_is_served_with_each_levels_derived_parameters(api: Api) -> None:
+    levels = {"high": 0.5, "medium": 1.0, "low": 2.0}
+    config_id = api.create_campaign(campaign_config(oracle="olh", epsilon=2.0, levels=levels))
+    body = api.session.get(f"{api.url}/v1/campaigns/colors").json()
+    # round(e^eps + 1) at each level's epsilon: the client reads g, never derives it.
+    assert body["level_params"] == {"high": {"g": 3}, "medium": {"g": 4}, "low": {"g": 8}}
+    assert body["params"] == {}
+    served = CampaignConfig.from_dict({k: v for k, v in body.items() if k != "config_id"})
+    assert served.config_id == config_id == body["config_id"]
+
+
 def test_an_auto_campaign_is_served_with_the_chosen_oracle_and_accepts_its_reports(
     api: Api,
 ) -> None:
