@@ -57,6 +57,7 @@ def offline_reporter(state_dir: Path, oracle: str, domain_size: int) -> tuple[Re
         max_batch_age=3600.0,
         max_spool_rows=10_000_000,
         max_spool_bytes=1 << 34,
+        strict=True,  # a failed report() must not be timed as a fast one
     )
     reporter.privacy_spent(name)  # loads the config (and predraws) before timing
     return reporter, name

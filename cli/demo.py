@@ -201,7 +201,8 @@ def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stag
     from ldptel.client import Reporter
 
     def one_user(root: str, user: int, label: str) -> None:
-        with Reporter(base_url, token, state_dir=Path(root) / str(user)) as reporter:
+        # strict: a report that is not spooled must fail the demo, not thin its estimate
+        with Reporter(base_url, token, state_dir=Path(root) / str(user), strict=True) as reporter:
             reporter.report(CAMPAIGN, label)
             if not reporter.flush(timeout=30):
                 raise ParameterError("collector", f"user {user}'s report was not delivered")

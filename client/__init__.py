@@ -1,26 +1,62 @@
 """ldptel's client: the frequency oracles (the protocol math) and the app-side SDK."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ldptel.client.errors import LdptelError, ParameterError, ReportError
+from ldptel.client.errors import (
+    BudgetExhaustedError,
+    CampaignUnavailableError,
+    DiskFullError,
+    InternalError,
+    InvalidLevelError,
+    InvalidValueError,
+    LdptelError,
+    ParameterError,
+    ReporterClosedError,
+    ReportError,
+    StateError,
+    StateReadOnlyError,
+    UnknownCampaignError,
+    ValueTypeError,
+)
 from ldptel.client.oracles import ORACLES, FrequencyOracle, make_oracle
+
+if TYPE_CHECKING:  # the app's type checker sees the real classes, not __getattr__'s Any
+    from ldptel.client.reporter import Reporter, Stats
+    from ldptel.client.status import ReportStatus
 
 __all__ = [
     "ORACLES",
+    "BudgetExhaustedError",
+    "CampaignUnavailableError",
+    "DiskFullError",
     "FrequencyOracle",
+    "InternalError",
+    "InvalidLevelError",
+    "InvalidValueError",
     "LdptelError",
     "ParameterError",
     "ReportError",
+    "ReportStatus",
     "Reporter",
+    "ReporterClosedError",
+    "StateError",
+    "StateReadOnlyError",
+    "Stats",
+    "UnknownCampaignError",
+    "ValueTypeError",
     "make_oracle",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # The Reporter (requests, sqlite3, a thread) loads on first use: the collector and the
+    # The SDK (requests, sqlite3, a thread) loads on first use: the collector and the
     # aggregator import ldptel.client for the oracles only.
-    if name == "Reporter":
-        from ldptel.client.reporter import Reporter
+    if name in ("Reporter", "Stats"):
+        from ldptel.client import reporter
 
-        return Reporter
+        return getattr(reporter, name)
+    if name == "ReportStatus":
+        from ldptel.client.status import ReportStatus
+
+        return ReportStatus
     raise AttributeError(f"module 'ldptel.client' has no attribute {name!r}")

@@ -60,3 +60,21 @@ class BudgetExhaustedError(LdptelError):
 
 class ReporterClosedError(LdptelError):
     """report() after close()."""
+
+
+class StateError(LdptelError):
+    """The state database in `state_dir` could not be read or written (`field` is
+    "state_dir"); the SQLite or OS error is the `__cause__`."""
+
+
+class DiskFullError(StateError):
+    """No space left where `state_dir` lives (SQLITE_FULL, ENOSPC, EDQUOT)."""
+
+
+class StateReadOnlyError(StateError):
+    """`state_dir` cannot be written: a read-only file system, file or permission."""
+
+
+class InternalError(LdptelError):
+    """A bug in ldptel, caught so that it does not reach the app: the original exception is
+    the `__cause__`; please report it."""

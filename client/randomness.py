@@ -1,12 +1,14 @@
-"""Randomness for the oracles: the OS CSPRNG on the client, a seeded generator in simulation.
+"""The sources of randomness: the OS CSPRNG on the client, a seeded generator in simulation.
 
-Oracles use only `random(size)` and `integers(low, high, size[, dtype])`, the two methods
-that numpy's `Generator` and our `SecureRandom` share. Their exact samplers are integer arithmetic
-on uniform integers: unary.bernoulli_bits (bits) and histogram.GridNoise (integer noise).
+A source offers `random(size)` and `integers(low, high, size[, dtype])`, the two methods that
+numpy's `Generator` and our `SecureRandom` share. The oracles draw through the exact samplers
+of samplers.py, which use only uniform integers from it (full-range 64-bit words, and integers
+below a bound).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Protocol, overload
 
@@ -34,7 +36,7 @@ class SecureRandom:
     """Uniform draws from the operating system's CSPRNG (`os.urandom`)."""
 
     def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]:
-        count = int(np.prod(size))
+        count = _count(size)
         words = np.frombuffer(os.urandom(8 * count), dtype=np.uint64)
         # 53 random bits -> a uniform double in [0, 1) on the 2^-53 grid (no rounding bias).
         return ((words >> np.uint64(11)).astype(np.float64) * _TWO_POW_MINUS_53).reshape(size)
@@ -57,7 +59,7 @@ class SecureRandom:
         span = high - low
         if span <= 0:
             raise ValueError("integers: high must exceed low")
-        count = int(np.prod(size))
+        count = _count(size)
         if dtype is np.uint64 and (low, high) == (0, 1 << 64):
             # The whole 64-bit range: the OS's random bytes are the draws as they come.
             words = np.frombuffer(os.urandom(8 * count), dtype="<u8")
@@ -80,14 +82,10 @@ class SecureRandom:
         return values.reshape(size)
 
 
-def random_bits(rng: Rng, bits: int) -> int:
-    """A uniform integer in [0, 2^bits) (any size): the leading bits of the number whose
-    64-bit digits, least significant first, are fresh uniform words."""
-    if bits <= 0:
-        return 0
-    words = rng.integers(0, 1 << 64, -(-bits // 64), dtype=np.uint64)
-    value = sum(int(w) << (64 * i) for i, w in enumerate(words))
-    return value >> (64 * words.size - bits)
+def _count(size: int | tuple[int, ...]) -> int:
+    # math.prod, not np.prod: a single report's draws are a few values, where numpy's
+    # per-call overhead (~5 us) would dominate.
+    return int(size) if isinstance(size, (int, np.integer)) else math.prod(size)
 
 
 def default_rng() -> Rng:

@@ -12,16 +12,19 @@ level, and sent in batches of one level.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sqlite3
 import threading
 import time
 import weakref
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import xxhash
 
@@ -29,13 +32,14 @@ from ldptel.client import configs, ledger, memo, spool, statedb
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.configs import Known
 from ldptel.client.errors import (
-    BudgetExhaustedError,
     CampaignUnavailableError,
+    DiskFullError,
     InvalidLevelError,
     InvalidValueError,
     LdptelError,
     ParameterError,
     ReporterClosedError,
+    StateError,
     UnknownCampaignError,
     ValueTypeError,
 )
@@ -43,17 +47,23 @@ from ldptel.client.ledger import Budget, Spent
 from ldptel.client.levels import LEVEL_NAME
 from ldptel.client.memo import Randomizer
 from ldptel.client.oracles.base import check_int
-from ldptel.client.sender import Sender
+from ldptel.client.sender import Campaigns, Connections, Sender
 from ldptel.client.statedb import transaction
+from ldptel.client.status import ReportStatus, as_ldptel_error, status_of
 from ldptel.client.transport import Transport
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 LOG = logging.getLogger("ldptel.client")
 SCHEMAS = (ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA)
 #: How long an "unknown campaign" answer is believed before asking again.
 UNKNOWN_CAMPAIGN_SECONDS = 60.0
-#: report() wakes the sender to checkpoint after this many commits (~2.5 MB of WAL), even
-#: when no batch is due (offline, backing off), so the WAL stays bounded (statedb.WAL_LIMIT).
-CHECKPOINT_EVERY = 1000
+#: A state database that could not be opened is tried again after this long.
+STATE_RETRY_SECONDS = 30.0
+
+#: on_error's type: called with the error of every report() that was not spooled for one.
+ErrorCallback = Callable[[LdptelError], None]
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,6 @@ class Settings:
 
     batch_size: int = 500
     max_batch_age: float = 30.0
-    on_budget_exhausted: Literal["raise", "skip"] = "raise"
     max_spool_rows: int = 100_000
     max_spool_bytes: int = 32 * 1024 * 1024
     max_dead_letters: int = 10_000
@@ -70,6 +79,41 @@ class Settings:
     backoff_base: float = 0.5
     backoff_cap: float = 300.0
     config_refresh: float = 300.0
+    strict: bool = False
+    enabled: bool = True
+    on_error: ErrorCallback | None = None
+    exit_timeout: float = 2.0
+
+
+class SettingsArgs(TypedDict, total=False):
+    """Settings as Reporter's keyword arguments, for the app's type checker (Unpack)."""
+
+    batch_size: int
+    max_batch_age: float
+    max_spool_rows: int
+    max_spool_bytes: int
+    max_dead_letters: int
+    timeout: float
+    backoff_base: float
+    backoff_cap: float
+    config_refresh: float
+    strict: bool
+    enabled: bool
+    on_error: ErrorCallback | None
+    exit_timeout: float
+
+
+class Stats(TypedDict):
+    """Reporter.stats(): the spool's and delivery's counters (persisted in state_dir), the
+    last delivery error, and this process's report() calls that spooled nothing, by status."""
+
+    spooled: int
+    pending_batches: int
+    delivered: int
+    dead_lettered: int
+    dropped: int
+    last_error: str | None
+    not_spooled: dict[str, int]
 
 
 def default_state_dir(collector_url: str) -> Path:
@@ -104,14 +148,17 @@ class Reporter:
     """Report values to an ldptel collector under local differential privacy.
 
     `Reporter(collector_url, token, state_dir=...)` then `report(campaign, value)`; `flush()`
-    waits for delivery, `close()` (or a `with` block) stops the sender. Keyword settings:
-    batch_size and max_batch_age (seconds) decide when a batch is sent; on_budget_exhausted
-    "raise" (BudgetExhaustedError) or "skip" (log, report() returns False); max_spool_rows and
-    max_spool_bytes bound the state on disk (oldest windows dropped first); timeout (HTTP,
-    seconds); backoff_base/backoff_cap (seconds) for retries; config_refresh (seconds between
-    config revalidations); campaigns: names to fetch in the background at start; level: the
-    user's privacy level, used for campaigns that declare levels (report(level=...) overrides
-    it per call; campaigns without levels ignore it).
+    waits for delivery, `close()` (or a `with` block, or the interpreter's exit) stops the
+    sender. Keyword settings: batch_size and max_batch_age (seconds) decide when a batch is
+    sent; max_spool_rows and max_spool_bytes bound the state on disk (oldest windows dropped
+    first); timeout (HTTP, seconds); backoff_base/backoff_cap (seconds) for retries;
+    config_refresh (seconds between config revalidations); strict: report() raises its
+    errors (for tests) instead of returning a status; enabled=False: report nothing, touch
+    neither disk nor network; on_error: called with each error report() returns a status for;
+    exit_timeout: seconds to deliver the spool at exit (0: none); campaigns: names to fetch in
+    the background at start; level: the user's privacy level, used for campaigns that declare
+    levels (report(level=...) overrides it per call; campaigns without levels ignore it).
+    Bad settings raise ParameterError here; nothing else does (unless strict).
     """
 
     def __init__(
@@ -122,9 +169,9 @@ class Reporter:
         state_dir: str | os.PathLike[str] | None = None,
         campaigns: tuple[str, ...] | list[str] = (),
         level: str | None = None,
-        **settings: Any,
+        **settings: Unpack[SettingsArgs],
     ) -> None:
-        self.settings = _check_settings(settings)
+        self.settings = _check_settings(dict(settings))
         self.level = level
         if not isinstance(collector_url, str) or not collector_url.startswith(
             ("http://", "https://")
@@ -134,14 +181,20 @@ class Reporter:
             raise ParameterError("token", "must be a non-empty string")
         self.state_dir = Path(state_dir) if state_dir else default_state_dir(collector_url)
         self._transport = Transport(collector_url, token, timeout=self.settings.timeout)
-        self._conn: sqlite3.Connection | None = statedb.open_state(
-            self.state_dir, SCHEMAS, spool.COLUMNS
+        self._lock = threading.Lock()  # every use of self._conn
+        self._conn: sqlite3.Connection | None = None
+        self._state_failed_at = -STATE_RETRY_SECONDS
+        self._memo_secret = b""
+        self._sender = Sender(
+            self.settings,
+            self.state_dir,
+            self._transport,
+            Connections(self._lock, lambda: self._conn),
+            Campaigns(self._refresh_stale_configs, self._config_refused),
         )
-        self._checkpoint_conn: sqlite3.Connection | None = None
-        with transaction(self._conn):
-            self._memo_secret = statedb.secret(self._conn, "memo")
-            ledger.migrate(self._conn)
-        self._new_sync_objects()
+        self._not_spooled: Counter[ReportStatus] = Counter()
+        self._lock_counts = threading.Lock()
+        self._logged: set[ReportStatus] = set()
         self._active: dict[str, _Active] = {}
         self._retired: set[str] = set()
         self._unknown: dict[str, float] = {}
@@ -151,26 +204,31 @@ class Reporter:
         self._silent_levels: set[tuple[str, str]] = set()  # (config id, level) logged once
         self._stale: set[str] = set(campaigns)
         self._closed = False
-        self._stopping = False
-        self._sender: Sender | None = None
-        self._flushing = 0
-        self._unsent = 0
-        self._since_checkpoint = 0
-        self._pruned_at = 0.0
-        self._posting: int | None = None  # the batch the sender is posting
-        self._failures = 0
-        self._hold_until = 0.0
-        self._batch_limit = self.settings.batch_size
-        self._last_error: str | None = None
+        if not self.settings.enabled:
+            return
         _LIVE.add(self)
-        if self._stale or spool.rows(self._conn) > 0:  # left from an earlier run: send it
-            self._start_sender()
+        try:  # no other thread yet: no lock needed
+            conn = self._open_state()
+        except (sqlite3.Error, OSError) as raw:
+            self._state_failed_at = time.monotonic()
+            self._refused(raw, "opening the state")  # raises if strict
+            return
+        self._sender.make_reserve()
+        if self._stale or spool.rows(conn) > 0:  # left from an earlier run: send it
+            self._sender.start()
 
-    def _new_sync_objects(self) -> None:
-        self._lock = threading.Lock()  # every use of self._conn
-        self._checkpoint_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._progress = threading.Condition()
+    def _open_state(self) -> sqlite3.Connection:
+        """(Under the state lock) open the state database, migrating an older one."""
+        conn = statedb.open_state(self.state_dir, SCHEMAS, spool.COLUMNS)
+        try:
+            with transaction(conn):
+                self._memo_secret = statedb.secret(conn, "memo")
+                ledger.migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
 
     # -- the app's API ---------------------------------------------------------------------
     @property
@@ -183,23 +241,38 @@ class Reporter:
     def level(self, level: str | None) -> None:
         self._level = None if level is None else _check_level_name(level)
 
-    def report(self, campaign: str, value: str, *, level: str | None = None) -> bool:
+    def report(self, campaign: str, value: str, *, level: str | None = None) -> ReportStatus:
         """Perturb `value` (a label of the campaign's domain) and spool it for sending.
 
         `level`: the privacy level to report at (default: the Reporter's `level`); required
-        for a campaign that declares levels, refused by one that does not. Returns True once
-        the perturbed report is in the spool, False if it was skipped (a retired campaign, a
-        level that does not report under the campaign's threshold strategy, or a spent budget
-        with on_budget_exhausted="skip"). Raises UnknownCampaignError,
-        CampaignUnavailableError, InvalidValueError/ValueTypeError, InvalidLevelError,
-        BudgetExhaustedError, ReporterClosedError (all LdptelError)."""
+        for a campaign that declares levels, refused by one that does not. Never raises (but
+        with strict=True): returns ReportStatus.SPOOLED (the only truthy status) once the
+        perturbed report is in the spool, else why not: RETIRED, LEVEL_NOT_COLLECTED (a level
+        below the threshold strategy's), DISABLED, or an error's status (BUDGET_EXHAUSTED,
+        UNKNOWN_CAMPAIGN, CAMPAIGN_UNAVAILABLE, INVALID_VALUE, INVALID_LEVEL, DISK_FULL,
+        STATE_ERROR, CLOSED, INTERNAL_ERROR), whose LdptelError goes to on_error (and is
+        raised with strict=True). Every status but SPOOLED is counted in stats()."""
+        if not self.settings.enabled:
+            status = ReportStatus.DISABLED
+        else:
+            try:
+                status = self._report(campaign, value, level)
+            except Exception as raw:  # the app must not break: a status instead
+                return self._refused(raw, f"report to {campaign!r}")
+        if status is not ReportStatus.SPOOLED:
+            self._count(status)
+        return status
+
+    def _report(self, campaign: str, value: str, level: str | None) -> ReportStatus:
         if self._closed:
             raise ReporterClosedError("reporter", "closed; create a new Reporter")
         active = self._campaign(campaign)
         if active is None:
-            return False
+            return ReportStatus.RETIRED
         index = self._index_of(active, value)
         name = self._level_of(active.config, level)
+        if not self._sender.accepting():
+            raise DiskFullError("state_dir", "disk full; reports resume once the spool is sent")
         now = time.time()
         config = active.config
         window = config.window_of(now)
@@ -207,85 +280,73 @@ class Reporter:
             conn = self._live_conn()
             state = self._level_state(active, name, conn)
             if state is None:
-                return False
+                return ReportStatus.LEVEL_NOT_COLLECTED
             randomizer = state.randomizer
-            try:
-                with transaction(conn):
-                    wire, cost = randomizer.spend(conn, index)
-                    ledger.charge(conn, campaign, window, config.window_seconds, cost, state.budget)
-                    spool.append(conn, campaign, randomizer.config_id, window, now, wire, name)
-            except BudgetExhaustedError as error:
-                if self.settings.on_budget_exhausted == "raise":
-                    raise
-                LOG.info("ldptel: report to %r skipped: %s", campaign, error)
-                return False
+            with transaction(conn):
+                wire, cost = randomizer.spend(conn, index)
+                ledger.charge(conn, campaign, window, config.window_seconds, cost, state.budget)
+                spool.append(conn, campaign, randomizer.config_id, window, now, wire, name)
             randomizer.committed(index, wire)
-            self._unsent += 1
-            self._since_checkpoint += 1
-            nudge = (
-                self._unsent == 1
-                or self._unsent >= self._batch_limit
-                or self._since_checkpoint >= CHECKPOINT_EVERY
-            )
-        if self._sender is None:
-            self._start_sender()
-        elif nudge:
-            self._wake.set()
-        return True
+            nudge = self._sender.spooled()
+        if nudge:
+            self._sender.wake()
+        return ReportStatus.SPOOLED
+
+    def _refused(self, raw: Exception, what: str) -> ReportStatus:
+        """An error instead of a report (or of opening the state): counted, logged (the first
+        time per status), passed to on_error; raised if strict, else its status returned."""
+        error = as_ldptel_error(raw)
+        status = status_of(error)
+        self._count(status)
+        if isinstance(error, DiskFullError):
+            self._sender.disk_full()
+        first = status not in self._logged
+        self._logged.add(status)
+        if status is ReportStatus.INTERNAL_ERROR:
+            LOG.error("ldptel: %s failed: %s", what, error, exc_info=raw if first else None)
+        elif status is ReportStatus.BUDGET_EXHAUSTED:
+            LOG.info("ldptel: %s skipped: %s", what, error)
+        else:
+            LOG.log(logging.WARNING if first else logging.DEBUG, "ldptel: %s: %s", what, error)
+        if self.settings.on_error is not None:
+            try:
+                self.settings.on_error(error)
+            except Exception:
+                LOG.exception("ldptel: the on_error callback raised")
+        if self.settings.strict:
+            if error is raw:
+                raise error
+            raise error from raw
+        return status
+
+    def _count(self, status: ReportStatus) -> None:
+        with self._lock_counts:
+            self._not_spooled[status] += 1
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Send everything spooled now (batch size and age ignored); True once none of it is
         left in the spool (delivered; or dead-lettered or dropped, as stats() counts), False
         if `timeout` seconds pass first (the rest stays spooled). Reports made meanwhile, by
         other threads or processes, are not waited for."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            if self._conn is None:
-                return False
-            mark = spool.last_id(self._conn)
-        with self._progress:
-            self._flushing += 1
-        try:
-            if self._sender is None and not self._stopping:
-                self._start_sender()
-            self._wake.set()
-            while True:
-                with self._lock:
-                    if self._conn is None:
-                        return False
-                    if not spool.holds_up_to(self._conn, mark):
-                        return True
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                with self._progress:
-                    self._progress.wait(min(left, 0.1))
-        finally:
-            with self._progress:
-                self._flushing -= 1
+        if not self.settings.enabled:
+            return True
+        return self._sender.flush(timeout)
 
     def close(self, timeout: float = 2.0) -> None:
         """Try to deliver the spool for up to `timeout` seconds, then stop the sender. What
-        is not delivered stays in the spool for the next Reporter on this state_dir."""
+        is not delivered stays in the spool for the next Reporter on this state_dir. Runs at
+        the interpreter's exit (atexit, with exit_timeout) for a Reporter not closed."""
         if self._closed:
             return
         self._closed = True
-        if self._sender is not None and timeout > 0:
-            self.flush(timeout)
-        self._stopping = True
-        self._wake.set()
-        if self._sender is not None:
-            self._sender.join(timeout=max(timeout, 0.1))
-        with self._checkpoint_lock, self._lock:
-            posting = self._posting
-            if posting is not None and self._conn is not None:
-                # Still waiting on a slow collector: free the batch for the next Reporter of
-                # this process (it would wait CLAIM_SECONDS); a resend keeps its key.
-                spool.release(self._conn, posting)
-            for conn in (self._conn, self._checkpoint_conn):
-                if conn is not None:
-                    conn.close()
-            self._conn = self._checkpoint_conn = None
+        deadline = time.monotonic() + timeout
+        if timeout > 0 and self._conn is not None:
+            self._sender.flush(timeout)
+        self._sender.stop(deadline - time.monotonic())
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = None
         _LIVE.discard(self)
 
     def __enter__(self) -> Reporter:
@@ -299,29 +360,45 @@ class Reporter:
     ) -> None:
         self.close()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Spool and delivery counters (persisted across restarts): spooled, pending_batches,
-        delivered, dead_lettered, dropped, and the last delivery error (None if fine)."""
+        delivered, dead_lettered, dropped; last_error, the last delivery error (None if
+        fine); not_spooled, this process's report() calls by status, for every status but
+        "spooled". The counters on disk read 0 when the state cannot be read."""
+        counters: dict[str, int] = {}
+        batches = spooled = 0
         with self._lock:
-            conn = self._live_conn()
-            counters = statedb.counters(conn)
-            (batches,) = conn.execute("SELECT count(*) FROM batches").fetchone()
-            spooled = spool.rows(conn)
+            if self._conn is not None:
+                try:
+                    counters = statedb.counters(self._conn)
+                    (batches,) = self._conn.execute("SELECT count(*) FROM batches").fetchone()
+                    spooled = spool.rows(self._conn)
+                except sqlite3.Error as error:
+                    LOG.warning("ldptel: stats() cannot read the state: %s", error)
+        with self._lock_counts:
+            not_spooled = {status.value: n for status, n in self._not_spooled.items()}
         return {
             "spooled": spooled,
             "pending_batches": int(batches),
             "delivered": counters.get("delivered", 0),
             "dead_lettered": counters.get("dead_lettered", 0),
             "dropped": counters.get("dropped", 0),
-            "last_error": self._last_error,
+            "last_error": self._sender.last_error,
+            "not_spooled": not_spooled,
         }
 
     def privacy_spent(self, campaign: str) -> Spent:
-        """Epsilon this client spent on `campaign`: in the current window and for life."""
-        active = self._campaign(campaign)
-        window = active.config.window_of(time.time()) if active else 0
-        with self._lock:
-            return ledger.spent(self._live_conn(), campaign, window)
+        """Epsilon this client spent on `campaign`: in the current window and for life.
+        Raises LdptelError (the state unreadable: StateError; UnknownCampaignError, ...)."""
+        if not self.settings.enabled:
+            return Spent(0, 0.0, 0.0)
+        try:
+            active = self._campaign(campaign)
+            window = active.config.window_of(time.time()) if active else 0
+            with self._lock:
+                return ledger.spent(self._live_conn(), campaign, window)
+        except (sqlite3.Error, OSError) as raw:
+            raise as_ldptel_error(raw) from raw
 
     # -- campaigns ---------------------------------------------------------------------------
     def _campaign(self, name: str) -> _Active | None:
@@ -413,11 +490,11 @@ class Reporter:
     def _request_refresh(self, name: str) -> None:
         if name not in self._stale:
             self._stale.add(name)
-            self._wake.set()
+            self._sender.wake()
 
     def _refresh_stale_configs(self) -> None:
         """(Sender thread) revalidate the configs asked for; failures keep the cached one."""
-        while self._stale and not self._stopping:
+        while self._stale and not self._closed:
             name = self._stale.pop()
             active = self._active.get(name)
             known = self._fetch(name, active.config if active else None, raise_errors=False)
@@ -478,61 +555,51 @@ class Reporter:
         active.by_level[level] = state
         return state
 
-    # -- internals shared with the sender ----------------------------------------------------
+    # -- the state database ------------------------------------------------------------------
     def _live_conn(self) -> sqlite3.Connection:
-        if self._conn is None:
+        """(Under the state lock) the state connection; opened again if it could not be
+        (at most every STATE_RETRY_SECONDS)."""
+        if self._conn is not None:
+            return self._conn
+        if self._closed:
             raise ReporterClosedError("reporter", "closed; create a new Reporter")
-        return self._conn
-
-    def _start_sender(self) -> None:
-        with self._progress:
-            if self._sender is None and not self._stopping:
-                self._sender = Sender(self)
-                self._sender.start()
-
-    def _notify_progress(self) -> None:
-        with self._progress:
-            self._progress.notify_all()
-        self._unsent = 0
-
-    def _checkpoint(self) -> None:
-        """(Sender thread) copy the WAL into the database on a second connection, so the
-        fsync never holds the lock report() takes; truncate the WAL when it grew too large."""
-        with self._checkpoint_lock:
-            if self._conn is None:
-                return
-            if self._checkpoint_conn is None:
-                self._checkpoint_conn = statedb.open_state(self.state_dir, ())
-            self._since_checkpoint = 0
-            statedb.checkpoint(self._checkpoint_conn, self.state_dir)
+        if time.monotonic() - self._state_failed_at < STATE_RETRY_SECONDS:
+            raise StateError("state_dir", "could not be opened; trying again shortly")
+        try:
+            return self._open_state()
+        except (sqlite3.Error, OSError):
+            self._state_failed_at = time.monotonic()
+            raise
 
     # -- fork ----------------------------------------------------------------------------------
     def _before_fork(self) -> None:
         # No transaction may be open across fork(), and SQLite connections must not be
         # inherited: close them with the locks held, reopen on both sides.
-        self._checkpoint_lock.acquire()
+        self._sender.before_fork()
         self._lock.acquire()
-        for conn in (self._conn, self._checkpoint_conn):
-            if conn is not None:
-                conn.close()
-        self._checkpoint_conn = None
+        if self._conn is not None:
+            self._conn.close()
         self._reopen = self._conn is not None
         self._conn = None
 
-    def _after_fork_parent(self) -> None:
+    def _reopen_state(self) -> None:
         if self._reopen:
-            self._conn = statedb.open_state(self.state_dir, ())
+            try:
+                self._conn = statedb.open_state(self.state_dir, ())
+            except (sqlite3.Error, OSError):  # _live_conn tries again
+                self._state_failed_at = -STATE_RETRY_SECONDS
+
+    def _after_fork_parent(self) -> None:
+        self._reopen_state()
         self._lock.release()
-        self._checkpoint_lock.release()
+        self._sender.after_fork_parent()
 
     def _after_fork_child(self) -> None:
-        self._new_sync_objects()
-        if self._reopen:
-            self._conn = statedb.open_state(self.state_dir, ())
-        self._sender = None  # threads do not survive fork; report() starts a new one
-        self._posting = None  # the parent's sender posts its batch
-        self._transport.reset()
-        self._flushing = 0
+        # The forking thread holds both locks here (and no other thread exists): release.
+        self._reopen_state()
+        self._lock.release()
+        self._lock_counts = threading.Lock()
+        self._sender.after_fork_child()
         for active in self._active.values():
             for state in active.by_level.values():
                 state.randomizer.forget_candidates()
@@ -549,12 +616,23 @@ def _check_settings(given: dict[str, Any]) -> Settings:
     check_int(settings.max_spool_bytes, "max_spool_bytes", 64 * 1024)
     check_int(settings.max_dead_letters, "max_dead_letters", 0)
     for name in ("max_batch_age", "timeout", "backoff_base", "backoff_cap", "config_refresh"):
-        value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        if not _seconds(getattr(settings, name)) > 0:
             raise ParameterError(name, "must be a number of seconds > 0")
-    if settings.on_budget_exhausted not in ("raise", "skip"):
-        raise ParameterError("on_budget_exhausted", 'must be "raise" or "skip"')
+    if not _seconds(settings.exit_timeout) >= 0:
+        raise ParameterError("exit_timeout", "must be a number of seconds >= 0")
+    for name in ("strict", "enabled"):
+        if not isinstance(getattr(settings, name), bool):
+            raise ParameterError(name, "must be True or False")
+    if settings.on_error is not None and not callable(settings.on_error):
+        raise ParameterError("on_error", "must be a callable taking an LdptelError, or None")
     return settings
+
+
+def _seconds(value: object) -> float:
+    """A number of seconds, or NaN (which fails every comparison) if `value` is not one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return float("nan")
+    return float(value)
 
 
 def _check_level_name(level: object) -> str:
@@ -580,3 +658,14 @@ os.register_at_fork(
     after_in_parent=_each("_after_fork_parent"),
     after_in_child=_each("_after_fork_child"),
 )
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Deliver what the app did not close() (posthog-python and sentry-sdk do the same): up
+    to each Reporter's exit_timeout; the rest stays spooled for the next run."""
+    for reporter in list(_LIVE):
+        try:
+            reporter.close(timeout=reporter.settings.exit_timeout)
+        except Exception:  # exiting anyway: never turn an exit into a traceback
+            LOG.exception("ldptel: closing a Reporter at exit failed")

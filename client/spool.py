@@ -48,10 +48,14 @@ _APPEND = (
 #: A claimed batch is left alone by other processes' senders for this long (its request's
 #: timeout must be shorter); after that anyone may retry it, under the same key.
 CLAIM_SECONDS = 120.0
+#: A claim (a lease): the batch row still has the owner and next_at its claim wrote.
+_HELD = "id = ? AND owner = ? AND next_at = ?"
 
 
 @dataclass(frozen=True)
 class Batch:
+    """A claimed batch: its rows, its key, and its lease (owner pid, held until `lease`)."""
+
     id: int
     key: str
     campaign: str
@@ -59,6 +63,11 @@ class Batch:
     attempts: int
     reports: list[str]
     level: str = ""
+    owner: int = 0
+    lease: float = 0.0
+
+    def held(self) -> tuple[int, int, float]:
+        return (self.id, self.owner, self.lease)
 
 
 def append(
@@ -137,9 +146,9 @@ def claim(
         batch_id = found[0] if found else _form_batch(conn, now, batch_size, max_age, force)
         if batch_id is None:
             return None
+        lease, owner = now + CLAIM_SECONDS, os.getpid()
         conn.execute(
-            "UPDATE batches SET next_at = ?, owner = ? WHERE id = ?",
-            (now + CLAIM_SECONDS, os.getpid(), batch_id),
+            "UPDATE batches SET next_at = ?, owner = ? WHERE id = ?", (lease, owner, batch_id)
         )
         key, campaign, config_id, attempts, level = conn.execute(
             "SELECT key, campaign, config_id, attempts, level FROM batches WHERE id = ?",
@@ -151,43 +160,59 @@ def claim(
         if not reports:  # its rows were dropped by the bound: nothing left to send
             conn.execute("DELETE FROM batches WHERE id = ?", (batch_id,))
             return None
-    return Batch(batch_id, key, campaign, config_id, attempts, reports, level)
+    return Batch(batch_id, key, campaign, config_id, attempts, reports, level, owner, lease)
 
 
 def delivered(conn: sqlite3.Connection, batch: Batch) -> None:
-    """The collector stored the batch (2xx): forget it."""
+    """The collector stored the batch (2xx): forget it, whoever holds its claim now (counted
+    once: a batch two senders both saw stored is counted by the first)."""
     with transaction(conn):
-        conn.execute("DELETE FROM spool WHERE batch = ?", (batch.id,))
+        gone = conn.execute("DELETE FROM spool WHERE batch = ?", (batch.id,)).rowcount
         conn.execute("DELETE FROM batches WHERE id = ?", (batch.id,))
-        add_counter(conn, "delivered", len(batch.reports))
+        add_counter(conn, "delivered", gone)
 
 
-def retry_later(conn: sqlite3.Connection, batch: Batch, at: float) -> None:
-    """Keep the batch (same rows, same key) for another attempt at `at`."""
+def _holds(conn: sqlite3.Connection, batch: Batch) -> bool:
+    return conn.execute(f"SELECT 1 FROM batches WHERE {_HELD}", batch.held()).fetchone() is not None
+
+
+def retry_later(conn: sqlite3.Connection, batch: Batch, at: float) -> bool:
+    """Keep the batch (same rows, same key) for another attempt at `at`. This and the other
+    answers below change the batch only while `batch`'s claim holds; False if it was lost."""
     with transaction(conn):
-        conn.execute(
-            "UPDATE batches SET attempts = attempts + 1, next_at = ? WHERE id = ?", (at, batch.id)
+        return (
+            conn.execute(
+                f"UPDATE batches SET attempts = attempts + 1, next_at = ? WHERE {_HELD}",
+                (at, *batch.held()),
+            ).rowcount
+            > 0
         )
 
 
-def release(conn: sqlite3.Connection, batch_id: int) -> None:
+def release(conn: sqlite3.Connection, batch: Batch) -> bool:
     """Make a claimed batch due now (its sender is stopping before the collector answered)."""
     with transaction(conn):
-        conn.execute("UPDATE batches SET next_at = 0 WHERE id = ?", (batch_id,))
+        released = conn.execute(f"UPDATE batches SET next_at = 0 WHERE {_HELD}", batch.held())
+        return released.rowcount > 0
 
 
-def dissolve(conn: sqlite3.Connection, batch: Batch) -> None:
+def dissolve(conn: sqlite3.Connection, batch: Batch) -> bool:
     """Return a batch's rows to the spool (it was refused as too large, so never stored)."""
     with transaction(conn):
+        if not _holds(conn, batch):
+            return False
         conn.execute("UPDATE spool SET batch = NULL WHERE batch = ?", (batch.id,))
         conn.execute("DELETE FROM batches WHERE id = ?", (batch.id,))
+        return True
 
 
 def dead_letter(
     conn: sqlite3.Connection, batch: Batch, status: int | None, reason: str, now: float
-) -> None:
+) -> bool:
     """The collector refused the batch for good (4xx): keep its rows aside, counted."""
     with transaction(conn):
+        if not _holds(conn, batch):
+            return False
         conn.execute(
             "INSERT INTO dead_letters (campaign, config_id, level, report, status, reason, at) "
             "SELECT campaign, config_id, level, report, ?, ?, ? FROM spool WHERE batch = ?",
@@ -196,6 +221,7 @@ def dead_letter(
         conn.execute("DELETE FROM spool WHERE batch = ?", (batch.id,))
         conn.execute("DELETE FROM batches WHERE id = ?", (batch.id,))
         add_counter(conn, "dead_lettered", len(batch.reports))
+        return True
 
 
 def used_bytes(conn: sqlite3.Connection) -> int:

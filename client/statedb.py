@@ -96,7 +96,16 @@ class Transaction:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._conn.execute("COMMIT" if kind is None else "ROLLBACK")
+        if kind is None:
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except sqlite3.Error:  # e.g. SQLITE_FULL: the transaction may still be open
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        if self._conn.in_transaction:  # SQLite rolls back itself after some errors
+            self._conn.execute("ROLLBACK")
 
 
 transaction = Transaction

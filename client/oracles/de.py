@@ -19,6 +19,7 @@ from ldptel.client.oracles.base import (
     decode_int_field,
 )
 from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
 
 
 class DirectEncoding(PureOracle):
@@ -50,9 +51,9 @@ class DirectEncoding(PureOracle):
 
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
         values = np.asarray(values, dtype=np.int64)
-        keep = rng.random(values.shape) < self.p
+        keep = sample_bernoulli(rng, self.p, values.size)
         # A uniform draw from the d - 1 other values: draw in [0, d-1) and skip the true one.
-        other = rng.integers(0, self.domain_size - 1, values.shape)
+        other = sample_uniform_below(rng, self.domain_size - 1, values.size)
         other += other >= values
         return {"y": np.where(keep, values, other).astype(np.uint32)}
 

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import bisect
 import functools
-import itertools
 import math
 from typing import Any, ClassVar
 
@@ -43,7 +41,8 @@ from ldptel.client.oracles.base import (
     check_int,
     check_reports,
 )
-from ldptel.client.randomness import Rng, random_bits
+from ldptel.client.randomness import Rng
+from ldptel.client.samplers import TableSampler
 
 MAX_RESOLUTION = 4096
 #: The table's weights add up to just under 2^61 (by < 2^-19): the sampler draws u from 61
@@ -54,10 +53,6 @@ TOTAL_BITS = 61
 MIN_TABLE_WEIGHT = 2**16
 #: Largest clamp M (keeps the table at most ~4 MiB for tiny epsilon / R).
 MAX_CLAMP = 2**18
-#: Blocks of the sampler's guide table: one 16-bit uniform picks a block.
-GUIDE_BLOCKS = 1 << 16
-#: Draws of at least this many values take the PairSampler (when it applies).
-PAIR_MIN_VALUES = 1 << 14
 #: Report values are drawn in chunks of about this many (cache-sized temporaries; measured
 #: fastest among 2^16..2^20).
 CHUNK_VALUES = 1 << 18
@@ -130,7 +125,8 @@ class GridNoise:
     # -- sampling --------------------------------------------------------------------------
     @functools.cached_property
     def _noise_sampler(self) -> TableSampler:
-        return TableSampler(self.cdf, np.arange(-self.half_width, self.half_width + 1))
+        cells = np.arange(-self.half_width, self.half_width + 1)
+        return TableSampler(self.cdf, cells.astype(narrowest_int(cells)))
 
     @functools.cached_property
     def _report_samplers(self) -> dict[int, TableSampler]:
@@ -138,30 +134,22 @@ class GridNoise:
         # each cell j to clamp(x + j) draws the clamped coordinate from the same uniform.
         cells = np.arange(-self.half_width, self.half_width + 1)
         return {
-            x: TableSampler(self.cdf, np.clip(cells + x, -self.clamp, self.clamp))
+            x: TableSampler(
+                self.cdf, np.clip(cells + x, -self.clamp, self.clamp).astype(self.report_dtype)
+            )
             for x in (0, self.resolution)
         }
 
     def sample(self, rng: Rng, shape: tuple[int, ...]) -> NDArray[np.integer[Any]]:
         """Noise in [-half_width, half_width] with P(j) = weights[j] / total, exactly."""
         out = np.empty(shape, dtype=self._noise_sampler.dtype)
-        self._noise_sampler.draw(rng, out)
+        self._noise_sampler.sample(rng, out)
         return out
-
-    @functools.cached_property
-    def _pair_sampler(self) -> PairSampler | None:
-        # The d - 1 other coordinates of every report (x = 0): two per table lookup when
-        # they fit int8 (the default grid), see PairSampler.
-        if self.report_dtype != np.int8:
-            return None
-        return PairSampler([int(m) for m in self.masses[0]], self.outputs)
 
     def sample_reported(self, rng: Rng, x: int, out: NDArray[np.integer[Any]]) -> None:
         """Fill `out` (contiguous, of `report_dtype`) with independent draws of
         clamp(x + noise, -M, M), x in {0, R}: the law `probabilities(x)`, exactly."""
-        # Pairs pay for their tables (~1-40 ms, once) from big draws on, not for one report.
-        pairs = self._pair_sampler if x == 0 and out.size >= PAIR_MIN_VALUES else None
-        (pairs or self._report_samplers[x]).draw(rng, out)
+        self._report_samplers[x].sample(rng, out)
 
 
 def _weights(a: float, resolution: int) -> list[int]:
@@ -181,166 +169,6 @@ def _weights(a: float, resolution: int) -> list[int]:
         weights.append(-(-weights[-1] * num // den))
     weights.append(-(-weights[-1] * num // (den - num)))
     return weights
-
-
-class TableSampler:
-    """Exact draws of values[c] with probability (cdf[c] - cdf[c-1]) / total, cdf the
-    cumulative integer cell weights (2^32 <= total < 2^62): the value of the cell holding
-    one uniform integer u in [0, 2^16 B), B = 2^s the smallest power of two with 2^16 B >=
-    total, where u >= total is rejected and drawn afresh (so u is uniform on [0, total)).
-
-    u is drawn lazily (like unary.bernoulli_bits' digits): its top 16 bits h pick one of 2^16
-    equal blocks [h B, h B + B). Most blocks lie in cells of one value, looked up in a
-    64K-entry guide table (cache-resident). Only for the others is the low part drawn and
-    the cell found by binary search: a few % of the draws at R = 64, < 0.1% at R = 1.
-    """
-
-    def __init__(self, cdf: NDArray[np.int64], values: NDArray[np.integer[Any]]) -> None:
-        self.cdf = cdf
-        self.total = int(cdf[-1])
-        if not 1 << 32 <= self.total < 1 << 62:
-            raise ValueError("TableSampler needs 2^32 <= total < 2^62")
-        self.shift = (self.total - 1).bit_length() - 16
-        self.block = 1 << self.shift
-        self.values = _read_only(np.asarray(values).astype(narrowest_int(values)))
-        self.dtype = self.values.dtype
-        # The type's minimum is the sentinel: values are clamped far inside it.
-        self.unresolved = int(np.iinfo(self.dtype).min)
-        starts = np.arange(GUIDE_BLOCKS, dtype=np.int64) * self.block
-        ends = starts + (self.block - 1)
-        # A block reaching past the total is unresolved: its draws may be rejected.
-        inside = ends < self.total
-        first = self.values[np.searchsorted(cdf, np.where(inside, starts, 0), side="right")]
-        last = self.values[np.searchsorted(cdf, np.where(inside, ends, 0), side="right")]
-        guide = np.where(inside & (first == last), first, self.unresolved)
-        self.guide = _read_only(guide.astype(self.dtype))
-
-    def draw(self, rng: Rng, out: NDArray[np.integer[Any]]) -> None:
-        """Fill the contiguous array `out` (of dtype `self.dtype`) with independent draws."""
-        if not out.flags.c_contiguous or out.dtype != self.dtype:
-            raise ValueError(f"TableSampler.draw fills a contiguous {self.dtype} array")
-        flat = out.reshape(-1)
-        # Full-range 64-bit words are the cheapest uniform bits from both of our sources
-        # (numpy: ~0.55 ns per 16 bits vs ~1 ns as uint16 draws); each word is 4 block indices.
-        words = rng.integers(0, 1 << 64, -(-flat.size // 4), dtype=np.uint64)
-        tops = words.view(np.uint16)[: flat.size]
-        # mode="clip" skips the bounds check: a 16-bit index is always in the 2^16 table.
-        np.take(self.guide, tops, out=flat, mode="clip")
-        unresolved = np.flatnonzero(flat == self.unresolved)
-        if unresolved.size:
-            flat[unresolved] = self._finish(rng, tops[unresolved].astype(np.int64))
-
-    def _finish(self, rng: Rng, top: NDArray[np.int64]) -> NDArray[np.integer[Any]]:
-        """Values for draws whose top bits lie in an unresolved block: draw the low bits."""
-        low = rng.integers(0, 1 << 64, top.size, dtype=np.uint64) >> np.uint64(64 - self.shift)
-        u = (top << self.shift) + low.astype(np.int64)
-        kept = u < self.total
-        result = np.empty(top.size, dtype=self.dtype)
-        result[kept] = self.values[np.searchsorted(self.cdf, u[kept], side="right")]
-        if not kept.all():
-            # Fresh draws replace the rejected ones: u is uniform on [0, total) when kept.
-            fresh = np.empty(top.size - int(kept.sum()), dtype=self.dtype)
-            self.draw(rng, fresh)
-            result[~kept] = fresh
-        return result
-
-
-class PairSampler:
-    """Exact independent draws of an int8-valued law with integer masses m_v (sum S), two
-    values per 16 random bits: half the random bits and half the table lookups of
-    TableSampler, for the low-entropy laws of small R.
-
-    A pair (a, b) has probability P(a, b) = m_a m_b / S^2. The 2^16-entry guide gives pair
-    (a, b) to c(a, b) = floor(2^16 P(a, b)) of its entries; the U entries left (< 2% of them
-    for eps >= 0.5 at R <= 2) draw from the residual law with the exact integer weights
-    m_a m_b 2^16 - c(a, b) S^2 (total U S^2). Together: c(a, b) / 2^16 + (U / 2^16) (P(a, b)
-    - c(a, b) / 2^16) / (U / 2^16) = P(a, b), so the two values are independent with law m.
-    The residual law is drawn the same way, by a second guide (16 more random bits), and
-    what that leaves (< 0.1% of pairs) by binary search.
-    """
-
-    def __init__(self, masses: list[int], values: NDArray[np.integer[Any]]) -> None:
-        codes = _pair_codes(np.asarray(values))
-        self.sentinel = int(_pair_codes(np.array([np.iinfo(np.int8).min]))[0])
-        weights = [a * b for a in masses for b in masses]
-        self.guides: list[NDArray[np.int16]] = []
-        for _ in range(2):
-            guide, weights = self._split(weights, codes)
-            self.guides.append(guide)
-        # The last residual law: exact integer weights (up to ~2^160), their cumulative sums
-        # in Python integers and, for the vectorized search, their top 62 bits.
-        keep = [i for i, w in enumerate(weights) if w > 0]
-        self.residual_codes = _read_only(codes[keep])
-        self.residual_cdf = list(itertools.accumulate(weights[i] for i in keep))
-        self.shift = max(0, self.residual_cdf[-1].bit_length() - 62) if keep else 0
-        self.residual_top = _read_only(
-            np.array([c >> self.shift for c in self.residual_cdf], dtype=np.int64)
-        )
-
-    def _split(
-        self, weights: list[int], codes: NDArray[np.int16]
-    ) -> tuple[NDArray[np.int16], list[int]]:
-        """The guide of a law with integer weights (floor(2^16 w / total) entries each, the
-        rest the sentinel) and the residual weights w 2^16 - entries total."""
-        total = sum(weights)
-        counts = [(w << 16) // total for w in weights]
-        guide = np.repeat(codes, np.array(counts, dtype=np.int64))
-        pad = np.full(GUIDE_BLOCKS - guide.size, self.sentinel, dtype=np.int16)
-        residual = [(w << 16) - c * total for w, c in zip(weights, counts, strict=True)]
-        return _read_only(np.concatenate((guide, pad))), residual
-
-    def draw(self, rng: Rng, out: NDArray[np.integer[Any]]) -> None:
-        """Fill the contiguous int8 array `out` with independent draws."""
-        if not out.flags.c_contiguous or out.dtype != np.int8:
-            raise ValueError("PairSampler.draw fills a contiguous int8 array")
-        flat = out.reshape(-1)
-        # Pairs are drawn into `out` itself when it holds whole aligned int16s.
-        direct = flat.size % 2 == 0 and flat.ctypes.data % 2 == 0
-        pairs = flat.view(np.int16) if direct else np.empty(-(-flat.size // 2), dtype=np.int16)
-        first, second = self.guides
-        self._look_up(rng, first, pairs)
-        left = np.flatnonzero(pairs == self.sentinel)
-        if left.size:
-            drawn = np.empty(left.size, dtype=np.int16)
-            self._look_up(rng, second, drawn)
-            still = drawn == self.sentinel
-            if still.any():
-                drawn[still] = self._residual(rng, int(still.sum()))
-            pairs[left] = drawn
-        if not direct:
-            # An odd count drops the last pair's second value: the first keeps its law.
-            flat[:] = pairs.view(np.int8)[: flat.size]
-
-    @staticmethod
-    def _look_up(rng: Rng, guide: NDArray[np.int16], out: NDArray[np.int16]) -> None:
-        words = rng.integers(0, 1 << 64, -(-out.size // 4), dtype=np.uint64)
-        np.take(guide, words.view(np.uint16)[: out.size], out=out, mode="clip")
-
-    def _residual(self, rng: Rng, count: int) -> NDArray[np.int16]:
-        """Pairs from the residual law: u uniform on [0, total) is read from its top bits
-        u_hi (uniform on [0, top total]); the cell is certain unless u_hi equals the top bits
-        of a cell boundary (P ~ cells / 2^61), then the low bits decide, in exact integers."""
-        u_hi = rng.integers(0, int(self.residual_top[-1]) + 1, count)
-        cells = np.searchsorted(self.residual_top, u_hi, side="right")
-        below = self.residual_top[np.maximum(cells - 1, 0)]
-        result = self.residual_codes[np.minimum(cells, self.residual_codes.size - 1)]
-        for i in np.flatnonzero((cells > 0) & (below == u_hi)):
-            result[i] = self._exact(rng, int(u_hi[i]))
-        return result
-
-    def _exact(self, rng: Rng, u_hi: int) -> int:
-        u = (u_hi << self.shift) + random_bits(rng, self.shift)
-        if u >= self.residual_cdf[-1]:
-            return int(self._residual(rng, 1)[0])  # past the total: drawn afresh
-        return int(self.residual_codes[bisect.bisect_right(self.residual_cdf, u)])
-
-
-def _pair_codes(values: NDArray[np.integer[Any]]) -> NDArray[np.int16]:
-    """The int16 whose two bytes, in memory order, are the int8 values (a, b), for every
-    pair of `values` (a major); one value gives the code of (v, v)."""
-    pairs = np.stack(np.meshgrid(values, values, indexing="ij"), axis=-1).astype(np.int8)
-    codes: NDArray[np.int16] = np.ascontiguousarray(pairs).view(np.int16).reshape(-1)
-    return codes
 
 
 def narrowest_int(values: NDArray[np.integer[Any]]) -> np.dtype[Any]:

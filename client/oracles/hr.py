@@ -23,6 +23,7 @@ from ldptel.client.oracles.base import (
     decode_int_field,
 )
 from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
 
 
 def parity(x: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -87,8 +88,8 @@ class HadamardResponse(PureOracle):
 
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
         rows = np.asarray(values, dtype=np.int64) + 1
-        y = rng.integers(0, self.K, rows.shape)
-        want_inside = rng.random(rows.shape) < self.p
+        y = sample_uniform_below(rng, self.K, rows.size)
+        want_inside = sample_bernoulli(rng, self.p, rows.size)
         inside = parity(rows & y) == 0
         # Flipping y at the lowest set bit of the row flips H[row, y]: a bijection between
         # C_x and its complement, so y stays uniform on the side it is moved to.

@@ -31,6 +31,7 @@ from ldptel.client.oracles.base import (
     report_int,
 )
 from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
 
 #: Largest g: y travels and is stored as an unsigned 32-bit integer.
 MAX_G = 2**32 - 1
@@ -128,16 +129,16 @@ class LocalHashing(PureOracle):
     # -- client ----------------------------------------------------------------------------
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
         values = np.asarray(values, dtype=np.int64)
-        seeds = rng.integers(0, SEED_LIMIT, values.shape).astype(np.uint32)
+        seeds = sample_uniform_below(rng, SEED_LIMIT, values.size).astype(np.uint32)
         y = self.buckets(values, seeds)
-        flip = rng.random(values.shape) >= self.p
+        flip = ~sample_bernoulli(rng, self.p, values.size)
         if self.g == 2:  # the one other bucket; nothing to draw
             y[flip] ^= np.uint32(1)
             return {"seed": seeds, "y": y}
         # Only flipped reports draw from the g - 1 other buckets (fewer CSPRNG bytes):
         # uniform in [0, g-1), then skip x.
         x = y[flip]
-        other = rng.integers(0, self.g - 1, x.shape).astype(np.uint32)
+        other = sample_uniform_below(rng, self.g - 1, x.size).astype(np.uint32)
         other += other >= x
         y[flip] = other
         return {"seed": seeds, "y": y}

@@ -12,8 +12,7 @@ from ldptel.client.oracles.unary import UnaryEncoding
 
 class OptimizedUnaryEncoding(UnaryEncoding):
     """OUE: the true bit is reported as 1 with p = 1/2, every other bit with
-    q = 1 / (e^eps + 1). In batches the ~q d 1s among the other bits are drawn sparsely
-    (an exact Binomial count, then a uniform subset; unary.perturb_unary)."""
+    q = 1 / (e^eps + 1)."""
 
     name = "oue"
 

@@ -9,7 +9,6 @@ e^eps > ~25, and makes validation and support a vectorized popcount / column sum
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -24,24 +23,18 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_int,
 )
-from ldptel.client.oracles.subsets import (
-    BITS_PER_CHUNK,
-    OS_BYTE_COST,
-    fixed_up_subsets,
-    start_probability,
-)
 from ldptel.client.oracles.unary import (
     BYTE_BITS,
     bit_counts,
     decode_bit_vectors,
     encode_bit_vectors,
-    pack_bits,
     packed_width,
 )
-from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_bernoulli, sample_subsets
 
-#: Floyd's draws are 32-bit words (numpy draws them at half the cost of a double).
-_WORD = 1 << 32
+#: Reports perturbed at once: about 4M bits of them.
+BITS_PER_CHUNK = 1 << 22
 
 
 def default_subset_size(domain_size: int, epsilon: float) -> int:
@@ -79,17 +72,6 @@ class SubsetSelection(PureOracle):
     def derived_params(self) -> dict[str, Any]:
         return {"k": self.k}
 
-    # Bernoulli(a / 2^b) start of the fixed-up sampler, or None for Floyd's: with numpy's
-    # generator, and with the OS's (random bytes cost more than numpy's arithmetic).
-    # Computed on first use (~0.5 ms each).
-    @functools.cached_property
-    def _start(self) -> tuple[int, int] | None:
-        return start_probability(self.domain_size, self.k, self.p, 0.0)
-
-    @functools.cached_property
-    def _secure_start(self) -> tuple[int, int] | None:
-        return start_probability(self.domain_size, self.k, self.p, OS_BYTE_COST)
-
     @property
     def epsilon(self) -> float:
         # Ratio of the two subset probabilities above: p/(1-p) * C(d-1,k)/C(d-1,k-1)
@@ -112,59 +94,29 @@ class SubsetSelection(PureOracle):
         items = np.asarray(values, dtype=np.int64)
         d, width = self.domain_size, self.fields[0].width
         rows = max(1, BITS_PER_CHUNK // d)
-        start = self._secure_start if isinstance(rng, SecureRandom) else self._start
-        if start is None:
-            chunks = [
-                self._floyd_chunk(items[first : first + rows], rng)
-                for first in range(0, items.size, rows)
-            ]
-            packed = np.concatenate(chunks) if chunks else np.empty((0, width))
-            return {"bits": packed.astype(np.uint8)}
         # Written in place: joining copies faults in fresh pages (measured up to 1.4x slower).
         packed = np.empty((items.size, width), dtype=np.uint8)
         for first in range(0, items.size, rows):
             chunk = items[first : first + rows]
-            include = rng.random(chunk.size) < self.p
-            packed[first : first + chunk.size] = fixed_up_subsets(
-                chunk, include, rng, d, self.k, start
-            )
+            packed[first : first + chunk.size] = self._subsets(chunk, rng)[:, :width]
         return {"bits": packed}
 
-    def _floyd_chunk(self, values: NDArray[np.int64], rng: Rng) -> NDArray[np.uint8]:
-        n, d, k = values.size, self.domain_size, self.k
-        others = d - 1
-        include = rng.random(n) < self.p
-        # Floyd's algorithm (Bentley & Floyd, CACM 1987) draws a uniform m-subset of
-        # [0, N), N = d-1, in m steps: for j = N-m .. N-1, add a uniform t in [0, j], or j
-        # itself if t is already in. Rows needing k others start one step before the rows
-        # whose k-th slot is the true value. Any bijection from [0, N) onto the items other
-        # than v keeps the subset uniform: i -> i, except v -> d-1 (fixed up at the end),
-        # which saves the per-step order-preserving map i -> i + (i >= v).
-        # One block of words for all steps (one CSPRNG call per report on the client).
-        first = others - k
-        words, per_value = _draw_words(np.arange(first + 1, others + 1), n, rng)
-        bits = np.zeros(n * d, dtype=np.uint8)
-        # Row r's bits are bits[r d : (r+1) d]: flat indices make every step 1-d gathers
-        # and scatters (2-d fancy indexing costs several times more).
-        starts = np.arange(n, dtype=np.intp) * d
-        member = np.empty(n, dtype=np.intp)
-        t = np.empty(n, dtype=np.intp)
-        excluded = np.flatnonzero(~include)
-        bits[words[0, excluded] // per_value[0] + starts[excluded]] = 1
-        cursor = starts + first
-        for step in range(1, k):
-            cursor += 1
-            np.floor_divide(words[step], per_value[step], out=t)
-            t += starts
-            # t <= cursor = row start + j, so max(t, cursor * [t already in]) is Floyd's pick.
-            np.multiply(bits[t], cursor, out=member)
-            np.maximum(t, member, out=t)
-            bits[t] = 1
-        # Other-item index v stands for item d-1; then the true value's own bit.
-        value_bits = starts + values
-        bits[starts + others] = bits[value_bits]
-        bits[value_bits] = include
-        return pack_bits(bits.reshape(n, d))
+    def _subsets(self, values: NDArray[np.int64], rng: Rng) -> NDArray[np.uint8]:
+        """Packed reports (in whole words): the true value with probability p, and the other
+        items a uniform (k - [v in S])-subset of the d - 1 positions [0, d-1), in which
+        position v stands for item d-1 (any bijection onto the other items keeps it uniform;
+        sample_subsets leaves bit d-1 clear). Then v's own bit is set."""
+        others = self.domain_size - 1
+        include = sample_bernoulli(rng, self.p, values.size)
+        packed = sample_subsets(rng, others, self.k - include.astype(np.int64))
+        flat = packed.reshape(-1)
+        base = np.arange(values.size, dtype=np.intp) * packed.shape[1]
+        last_byte, last_mask = base + (others >> 3), np.uint8(128 >> (others & 7))
+        value_byte = base + (values >> 3)
+        value_mask = np.right_shift(np.uint8(128), (values & 7).astype(np.uint8))
+        flat[last_byte] |= last_mask * ((flat[value_byte] & value_mask) != 0)
+        flat[value_byte] = (flat[value_byte] & ~value_mask) | (value_mask * include)
+        return packed
 
     def encode(self, batch: ReportBatch) -> list[WireReport]:
         return [{"bits": text} for text in encode_bit_vectors(batch["bits"])]
@@ -197,20 +149,3 @@ class SubsetSelection(PureOracle):
             (only_value, only_other) if value < other else (only_other, only_value)
         )
         return np.array([neither, only_high, only_low, both])
-
-
-def _draw_words(
-    bounds: NDArray[np.int64], n: int, rng: Rng
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """32-bit words for n uniform draws on [0, m) per bound m, and each m's bucket width q.
-
-    floor(w / q) with q = floor(2^32 / m) is exactly uniform on [0, m) for a uniform word
-    w < q m; the rare words above (probability < m / 2^32) are redrawn.
-    """
-    words = rng.integers(0, _WORD, (bounds.size, n))
-    per_value = _WORD // bounds
-    limit = (per_value * bounds)[:, None]
-    while (words >= limit).any():
-        rejected = np.nonzero(words >= limit)
-        words[rejected] = rng.integers(0, _WORD, rejected[0].size)
-    return words, per_value

@@ -27,8 +27,15 @@ def state_dir(tmp_path: Path) -> Path:
     return tmp_path / "state"
 
 
-#: Test settings: quick retries, batches sent on flush() (or when full).
-FAST = {"backoff_base": 0.02, "backoff_cap": 0.2, "max_batch_age": 3600.0, "timeout": 5.0}
+#: Test settings: quick retries, batches sent on flush() (or when full); report() raises
+#: (strict) unless a test asks for the app's default (strict=False).
+FAST = {
+    "backoff_base": 0.02,
+    "backoff_cap": 0.2,
+    "max_batch_age": 3600.0,
+    "timeout": 5.0,
+    "strict": True,
+}
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ make misbehave, recording every request body it receives; and a reader of what R
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -43,7 +44,7 @@ def _free_port() -> int:
 class Faults:
     """WSGI middleware: records requests; `plan` holds the fate of the next POST /v1/reports
     ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page,
-    "401"), and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
+    "401", "413"), and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
     campaigns in `unavailable` are always answered 503."""
 
     app: Any
@@ -77,8 +78,13 @@ class Faults:
             for _ in self.app(environ, lambda *a, **k: None):
                 pass
             action = "503"
-        if action in ("503", "429", "401"):
-            reason = {"503": "Service Unavailable", "429": "Too Many", "401": "Unauthorized"}
+        if action in ("503", "429", "401", "413"):
+            reason = {
+                "503": "Service Unavailable",
+                "429": "Too Many",
+                "401": "Unauthorized",
+                "413": "Content Too Large",
+            }
             start_response(
                 f"{action} {reason[action]}",
                 [("Content-Type", "application/json"), ("Retry-After", self.retry_after)],
@@ -148,3 +154,49 @@ def sent_reports(seen: list[Seen]) -> dict[str, list[dict[str, Any]]]:
 def canonical(reports: Iterable[dict[str, Any]]) -> list[str]:
     """Reports as sorted JSON strings, to compare multisets."""
     return sorted(json.dumps(r, sort_keys=True) for r in reports)
+
+
+class SilentServer:
+    """Accepts connections and reads each request's head, never answers: a collector that
+    hangs. `heads` holds the headers of every request it read (lower-case names)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.heads: list[dict[str, str]] = []
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self._open.append(conn)
+            threading.Thread(target=self._read_head, args=(conn,), daemon=True).start()
+
+    def _read_head(self, conn: socket.socket) -> None:
+        data = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+        lines = data.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+        fields = (line.partition(":") for line in lines[1:])
+        self.heads.append({name.strip().lower(): value.strip() for name, _, value in fields})
+
+    def wait_for_request(self, count: int = 1, timeout: float = 30.0) -> dict[str, str]:
+        """The head of the count-th request, once it has been read."""
+        deadline = time.monotonic() + timeout
+        while len(self.heads) < count:
+            assert time.monotonic() < deadline, "no request reached the silent server"
+            time.sleep(0.01)
+        return self.heads[count - 1]
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self._open:
+            conn.close()

@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 from live_collector import LiveCollector, canonical, sent_reports, stored_reports
 
+from ldptel.client import ReportStatus
+
 VALUES = ["red", "green", "blue", "cyan", "pink"]
 
 
 def report_many(reporter: Any, n: int, campaign: str = "colors") -> None:
     for i in range(n):
-        assert reporter.report(campaign, VALUES[i % len(VALUES)]) is True
+        assert reporter.report(campaign, VALUES[i % len(VALUES)]) is ReportStatus.SPOOLED
 
 
 def assert_exactly_once(collector: LiveCollector, redis: Any, config: Any, n: int) -> None:
@@ -126,7 +128,7 @@ def test_flush_waits_for_what_was_spooled_before_it_not_for_later_reports(
     stop = threading.Event()
 
     def keep_reporting() -> None:  # another thread of the app, reporting during the flush
-        while not reporter._flushing and not stop.is_set():
+        while not reporter._sender.flushing and not stop.is_set():
             time.sleep(0.001)
         while not stop.is_set():
             reporter.report("shapes", "red")

@@ -8,7 +8,7 @@ import math
 import pytest
 from live_collector import sent_reports
 
-from ldptel.client import ledger, memo, spool
+from ldptel.client import ReportStatus, ledger, memo, spool
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
 from ldptel.client.ledger import DEFAULT_LIFETIME_FACTOR, Budget, charge
@@ -30,12 +30,12 @@ def test_reports_per_window_is_enforced(collector, open_reporter):
     assert reporter.stats()["spooled"] == 2  # the refused report left no trace
 
 
-def test_skip_mode_returns_false_and_logs(collector, open_reporter, caplog):
+def test_by_default_a_spent_budget_is_a_status_and_a_log_line(collector, open_reporter, caplog):
     collector.campaign(reports_per_window=1)
-    reporter = open_reporter(on_budget_exhausted="skip")
-    assert reporter.report("colors", "red") is True
+    reporter = open_reporter(strict=False)
+    assert reporter.report("colors", "red") is ReportStatus.SPOOLED
     with caplog.at_level("INFO", logger="ldptel.client"):
-        assert reporter.report("colors", "green") is False
+        assert reporter.report("colors", "green") is ReportStatus.BUDGET_EXHAUSTED
     assert "window_reports" in caplog.text and "green" not in caplog.text
 
 
@@ -156,8 +156,6 @@ def test_memo_cost_rule_for_resent_reports(tmp_path):
 def test_the_sender_prunes_past_windows_but_keeps_the_lifetime_total(
     collector, open_reporter, state_dir
 ):
-    from ldptel.client import sender
-
     collector.campaign(reports_per_window=10)
     conn = open_state(state_dir, (ledger.SCHEMA,))
     long_ago = 1_000_000  # a window that ended decades ago
@@ -165,7 +163,7 @@ def test_the_sender_prunes_past_windows_but_keeps_the_lifetime_total(
         charge(conn, "colors", long_ago, 60, 1.0, Budget(10, 10.0, 10.0))
     reporter = open_reporter()
     assert reporter.report("colors", "red")
-    sender.step(reporter)
+    reporter._sender._step()  # one round of the sender (which also runs in its thread)
     windows = conn.execute(
         "SELECT window_start FROM ledger_windows WHERE window_start != ?", (ledger.LIFETIME,)
     ).fetchall()

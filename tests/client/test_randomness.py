@@ -1,4 +1,4 @@
-"""SecureRandom: full-range 64-bit words (the histogram sampler's bits) and dtype handling."""
+"""SecureRandom: full-range 64-bit words (what the samplers draw) and dtype handling."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from ldptel.client.randomness import SecureRandom, random_bits
+from ldptel.client.randomness import SecureRandom
 
 #: OS randomness is not seeded: a very small per-test false-alarm rate.
 ALPHA = 1e-6
@@ -45,17 +45,3 @@ def test_other_ranges_keep_their_law_and_take_the_dtype() -> None:
     assert SecureRandom().integers(0, 5, (2, 3)).dtype == np.int64
     with pytest.raises(ValueError, match="high"):
         SecureRandom().integers(5, 5, 1)
-
-
-def test_random_bits_are_the_leading_bits_of_the_words_and_uniform() -> None:
-    class Words:
-        def integers(self, low: int, high: int, size: int, dtype: type) -> NDArray[np.uint64]:
-            assert (low, high, dtype) == (0, 2**64, np.uint64)
-            return np.array([2**64 - 1, 2**63][:size], dtype=np.uint64)
-
-    # 70 bits of the 128-bit number (second word, first word): all of the second word, then
-    # the top 6 bits of the first (111111).
-    assert random_bits(Words(), 70) == 2**63 << 6 | 0b111111  # type: ignore[arg-type]
-    assert random_bits(Words(), 0) == 0  # type: ignore[arg-type]
-    draws = [random_bits(SecureRandom(), 3) for _ in range(8000)]
-    assert stats.chisquare(np.bincount(draws, minlength=8)).pvalue > 1e-4

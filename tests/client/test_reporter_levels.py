@@ -16,7 +16,7 @@ from live_collector import canonical, sent_reports
 
 from ldptel.aggregator.report import load_window
 from ldptel.aggregator.worker import Worker
-from ldptel.client import ledger, memo
+from ldptel.client import ReportStatus, ledger, memo
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError, InvalidLevelError, LdptelError
 from ldptel.client.statedb import open_state, transaction
@@ -64,8 +64,8 @@ def test_reports_at_two_levels_reach_redis_with_their_level_and_are_combined(
     config = leveled(collector)
     reporter = open_reporter(level="high")
     for label in LABELS[:60]:  # one device, its level changing per call (level= overrides)
-        assert reporter.report("leveled", label) is True
-        assert reporter.report("leveled", label, level="low") is True
+        assert reporter.report("leveled", label) is ReportStatus.SPOOLED
+        assert reporter.report("leveled", label, level="low") is ReportStatus.SPOOLED
     assert reporter.flush(timeout=20)
 
     bodies = posted_bodies(collector)
@@ -135,8 +135,8 @@ def test_under_threshold_a_level_below_t_skips_without_perturbing(
     config = leveled(collector, level_strategy="threshold", level_threshold=1.0)
     reporter = open_reporter(level="high")
     with caplog.at_level(logging.INFO, logger="ldptel.client"):
-        assert reporter.report("leveled", "item-1") is False
-        assert reporter.report("leveled", "item-2") is False
+        assert reporter.report("leveled", "item-1") is ReportStatus.LEVEL_NOT_COLLECTED
+        assert reporter.report("leveled", "item-2") is ReportStatus.LEVEL_NOT_COLLECTED
     skips = [r for r in caplog.records if "collects no reports" in r.getMessage()]
     assert len(skips) == 1 and "item-" not in caplog.text
     assert reporter.stats()["spooled"] == 0
@@ -145,7 +145,7 @@ def test_under_threshold_a_level_below_t_skips_without_perturbing(
     assert conn.execute("SELECT count(*) FROM memo").fetchone() == (0,)  # nothing drawn
     conn.close()
 
-    assert reporter.report("leveled", "item-1", level="low") is True
+    assert reporter.report("leveled", "item-1", level="low") is ReportStatus.SPOOLED
     assert reporter.flush(timeout=20)
     stored = stored_by_level(redis_client, config)
     assert list(stored) == ["low"] and stored["low"][0]["y"] < G["medium"]  # g at t = 1

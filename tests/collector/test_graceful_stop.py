@@ -18,9 +18,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,8 @@ class Sender(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.token, self.config_id, self.stop = port, token, config_id, stop
         self.outcomes: dict[str, int | str] = {}
+        #: When the server answered "Connection: close" (as a stopping worker does).
+        self.closed_at: list[float] = []
 
     def run(self) -> None:
         sock: socket.socket | None = None
@@ -90,6 +94,7 @@ class Sender(threading.Thread):
                 status, headers = read_response(sock)
                 self.outcomes[key] = status
                 if headers.get("connection", "").lower() == "close":
+                    self.closed_at.append(time.monotonic())
                     sock.close()
                     sock = None
             except OSError:  # refused, reset, or closed: the server is stopping or gone
@@ -100,6 +105,39 @@ class Sender(threading.Thread):
                 time.sleep(0.01)
         if sock is not None:
             sock.close()
+
+
+def unread_by_server(server_port: int, client: socket.socket) -> int | None:
+    """Bytes the server side of `client`'s connection has received but its process not yet
+    read (Linux /proc/net/tcp rx_queue); None while no such connection is established."""
+    client_port = client.getsockname()[1]
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, state = fields[1], fields[2], fields[3]
+        if (
+            int(local.split(":")[1], 16) == server_port
+            and int(remote.split(":")[1], 16) == client_port
+            and state == "01"  # ESTABLISHED
+        ):
+            return int(fields[4].split(":")[1], 16)
+    return None
+
+
+def workers_loaded(master: int, workers: int) -> bool:
+    """Whether the gunicorn master has `workers` children and each has loaded the app (its
+    prometheus_client files exist: they are made when the app's metrics module is imported)."""
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    metrics = Path(tempfile.gettempdir())
+    return len(children) == workers and all(
+        any(metrics.glob(f"ldptel-metrics-*/counter_{pid}.db")) for pid in children
+    )
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.005)
 
 
 @pytest.mark.slow
@@ -124,6 +162,8 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
     senders = [Sender(port, token, config_id, stop) for _ in range(SENDERS)]
     try:
         wait_until_up(f"http://127.0.0.1:{port}", process)
+        # Both workers, not only the first to answer: one still booting at SIGTERM fails.
+        wait_for(lambda: workers_loaded(process.pid, 2), "both workers loaded the app")
         for sender in senders:
             sender.start()
         # A large batch whose body is only half sent when SIGTERM arrives: the server is
@@ -132,11 +172,19 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
         big_body = body_of(config_id, big_values)
         big = socket.create_connection(("127.0.0.1", port), timeout=40)
         big.sendall(request_head(port, token, big_key, len(big_body)) + big_body[:1000])
-        time.sleep(1.0)  # the worker accepts it and blocks reading the rest of the body
-        while sum(s.outcomes.get(k) == 202 for s in senders for k in s.outcomes) < 20:
-            time.sleep(0.01)
+        wait_for(  # a worker accepted it, read what was sent, and blocks reading the rest
+            lambda: unread_by_server(port, big) == 0, "the server read the first 1000 bytes"
+        )
+        wait_for(
+            lambda: sum(s.outcomes.get(k) == 202 for s in senders for k in s.outcomes) >= 20,
+            "20 small batches were acknowledged",
+        )
+        signalled = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
+        wait_for(  # a worker answers "Connection: close" once it has begun to stop
+            lambda: any(t > signalled for s in senders for t in s.closed_at),
+            "a worker is stopping",
+        )
         big.sendall(big_body[1000:])
         big_status, _ = read_response(big)
         big.close()

@@ -7,7 +7,6 @@ import base64
 import json
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,14 @@ from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.histogram import (
     CHUNK_VALUES,
-    GUIDE_BLOCKS,
     MAX_RESOLUTION,
     GridNoise,
     HistogramEncoding,
-    TableSampler,
     grid_noise,
 )
 from ldptel.client.oracles.she import SummationHistogramEncoding
 from ldptel.client.randomness import SecureRandom
+from ldptel.client.samplers import GUIDE_BLOCKS, TableSampler
 
 #: (epsilon, resolution): typical, coarse, fine, tiny epsilon (clamped hard), huge epsilon.
 LAWS = [(1.0, 64), (4.0, 64), (1.0, 1), (0.5, 7), (0.05, 256), (0.002, 64), (300.0, 64)]
@@ -161,7 +159,8 @@ def test_the_sampler_inverts_the_cdf_exactly_at_every_cell_and_block_boundary(
 
 def test_a_draw_past_the_total_is_rejected_and_drawn_afresh() -> None:
     # total = 2^32 + 1: blocks of B = 2^17, the upper half of the 2^16 lies past the total.
-    sampler = TableSampler(np.array([2**31, 2**32 + 1], dtype=np.int64), np.array([7, 9]))
+    cdf = np.array([2**31, 2**32 + 1], dtype=np.int64)
+    sampler = TableSampler(cdf, np.array([7, 9], dtype=np.int8))
     assert sampler.block == 2**17 and sampler.dtype == np.int8
     assert sampler.guide[: 2**14].tolist() == [7] * 2**14
     assert (sampler.guide[2**15 :] == sampler.unresolved).all()
@@ -169,132 +168,24 @@ def test_a_draw_past_the_total_is_rejected_and_drawn_afresh() -> None:
     block_2_15 = np.uint64(0x8000_8000_8000_8000)
     kept = ScriptedRng(lambda high, size: np.full(size, block_2_15), lowest)
     out = np.empty(3, dtype=np.int8)
-    sampler.draw(kept, out)
+    sampler.sample(kept, out)
     assert out.tolist() == [9, 9, 9] and kept.calls == [2**64, 2**64]
     # Low part 1: u = 2^32 + 1 >= total, rejected; the fresh draw (top bits 0) lands in
     # block 0, which the guide resolves to cell 0.
     rejected = ScriptedRng(
         lambda high, size: np.full(size, block_2_15), words_for(np.ones(3, np.int64), 17), lowest
     )
-    sampler.draw(rejected, out)
+    sampler.sample(rejected, out)
     assert out.tolist() == [7, 7, 7] and rejected.calls == [2**64, 2**64, 2**64]
     # It fills the array it is given, of its type, so a strided view (a copy once flattened)
     # or another integer type is refused.
     with pytest.raises(ValueError, match="contiguous"):
-        sampler.draw(kept, np.empty((2, 4), dtype=np.int8)[:, ::2])
+        sampler.sample(kept, np.empty((2, 4), dtype=np.int8)[:, ::2])
     with pytest.raises(ValueError, match="int8"):
-        sampler.draw(kept, np.empty(3, dtype=np.int32))
-
-
-# -- the pair sampler (int8 laws: the default grids) ---------------------------------------
-@pytest.mark.parametrize(("eps", "R"), [(1.0, 1), (4.0, 2), (20.0, 1)])
-def test_the_pair_tables_give_every_pair_exactly_its_product_probability(
-    eps: float, R: int
-) -> None:
-    # For every pair (a, b), in exact fractions: first guide's entries / 2^16 + (its
-    # sentinels / 2^16) (second guide's entries / 2^16 + (its sentinels / 2^16) residual
-    # weight / residual total) = m_a m_b / S^2.
-    noise = grid_noise(eps, R)
-    sampler = noise._pair_sampler
-    assert sampler is not None
-    masses = {int(v): int(m) for v, m in zip(noise.outputs, noise.masses[0], strict=True)}
-    total = sum(masses.values())
-    entries = []
-    for guide in sampler.guides:
-        codes, counts = np.unique(guide, return_counts=True)
-        entries.append(dict(zip(codes.tolist(), counts.tolist(), strict=True)))
-    left = [table.pop(sampler.sentinel, 0) for table in entries]
-    cdf = sampler.residual_cdf
-    weights = dict(zip(sampler.residual_codes.tolist(), np.diff([0, *cdf]).tolist(), strict=True))
-    block = Fraction(1, GUIDE_BLOCKS)
-    for a in masses:
-        for b in masses:
-            code = int(np.array([a, b], dtype=np.int8).view(np.int16)[0])
-            residual = Fraction(weights.get(code, 0), cdf[-1])
-            second = entries[1].get(code, 0) * block + left[1] * block * residual
-            assert entries[0].get(code, 0) * block + left[0] * block * second == Fraction(
-                masses[a] * masses[b], total**2
-            )
-    assert sampler.residual_top.tolist() == [c >> sampler.shift for c in cdf]
-
-
-def test_one_report_does_not_build_the_pair_tables() -> None:
-    # They cost up to ~40 ms once; a report of d values takes the single-value sampler.
-    oracle = SummationHistogramEncoding(epsilon=0.77, domain_size=1000)
-    oracle.perturb_batch(np.array([3]), np.random.default_rng(1))
-    assert "_pair_sampler" not in vars(oracle.noise)
-    oracle.perturb_batch(np.zeros(100, dtype=np.int64), np.random.default_rng(1))
-    assert vars(oracle.noise)["_pair_sampler"] is not None
-
-
-def independence_p_value(first: NDArray[np.int64], second: NDArray[np.int64]) -> float:
-    """Chi-square test of independence of two coordinates, each in 5 buckets."""
-    edges = [-2, -1, 1, 2]
-    table = np.zeros((5, 5))
-    np.add.at(table, (np.digitize(first, edges), np.digitize(second, edges)), 1)
-    return float(stats.chi2_contingency(table).pvalue)
-
-
-@pytest.mark.parametrize(("eps", "R"), [(1.0, 1), (0.5, 1), (4.0, 2)])
-def test_pairs_are_independent_draws_of_the_exact_law(eps: float, R: int) -> None:
-    noise = grid_noise(eps, R)
-    sampler = noise._pair_sampler
-    assert sampler is not None
-    z = np.empty(400_001, dtype=np.int8)  # odd: the last pair is cut in half
-    sampler.draw(np.random.default_rng(3), z)
-    values = z.astype(np.int64)
-    observed = np.bincount(values + noise.clamp, minlength=2 * noise.clamp + 1)
-    assert pooled_p_value(observed, noise.probabilities(0)) > 1e-4
-    assert independence_p_value(values[0:-1:2], values[1::2]) > 1e-4
-    # The check catches pairs that are not independent: 3% of them made equal.
-    tied = values.copy()
-    tied[1:3000:2] = tied[0:3000:2][: tied[1:3000:2].size]
-    tied[1:60_000:40] = tied[0:60_000:40]
-    assert independence_p_value(tied[0:-1:2], tied[1::2]) < 1e-4
-
-
-def test_pairs_fill_odd_and_unaligned_arrays() -> None:
-    sampler = grid_noise(1.0, 1)._pair_sampler
-    assert sampler is not None
-    buffer = np.zeros(4097, dtype=np.int8)
-    for out in (buffer[1:], buffer[:7], buffer[1:8]):
-        sampler.draw(SecureRandom(), out)
-        assert np.abs(out).max() <= 60 and out.min() > -128
-    with pytest.raises(ValueError, match="int8"):
-        sampler.draw(SecureRandom(), np.empty(4, dtype=np.int16))
-
-
-def low_bits(value: int, shift: int) -> Callable[[int, int], NDArray[np.uint64]]:
-    """Scripted words whose leading `shift` bits are `value` (randomness.random_bits)."""
-
-    def answer(high: int, size: int) -> NDArray[np.uint64]:
-        bits = value << (64 * size - shift)
-        return np.array([(bits >> (64 * i)) & (2**64 - 1) for i in range(size)], np.uint64)
-
-    return answer
-
-
-def test_a_residual_draw_on_a_boundarys_top_bits_is_decided_by_its_low_bits() -> None:
-    sampler = grid_noise(1.0, 1)._pair_sampler
-    assert sampler is not None
-    shift, cdf = sampler.shift, sampler.residual_cdf
-    c = next(i for i in range(1, len(cdf) - 1) if cdf[i] % 2**shift > 0)
-    top, low = cdf[c] >> shift, cdf[c] % 2**shift
-
-    def at(u_hi: int) -> Callable[[int, int], NDArray[np.uint64]]:
-        return lambda high, size: np.full(size, u_hi, dtype=np.uint64)
-
-    # u = cdf[c] - 1 lies in cell c, u = cdf[c] in cell c + 1.
-    for bits, cell in [(low - 1, c), (low, c + 1)]:
-        rng = ScriptedRng(at(top), low_bits(bits, shift))
-        assert sampler._residual(rng, 1).tolist() == [sampler.residual_codes[cell]]
-    # u at or past the total is rejected; the fresh draw (clear of any boundary) decides.
-    tops = sampler.residual_top
-    j = next(i for i in range(len(cdf) - 1) if tops[i] + 1 < tops[i + 1])
-    end_top, end_low = cdf[-1] >> shift, cdf[-1] % 2**shift
-    rng = ScriptedRng(at(end_top), low_bits(end_low, shift), at(int(tops[j]) + 1))
-    assert sampler._residual(rng, 1).tolist() == [sampler.residual_codes[j + 1]]
-    assert rng.calls == [end_top + 1, 2**64, end_top + 1]
+        sampler.sample(kept, np.empty(3, dtype=np.int32))
+    # Its values must lie above their type's minimum, which marks the unresolved blocks.
+    with pytest.raises(ValueError, match="minimum"):
+        TableSampler(cdf, np.array([-128, 9], dtype=np.int8))
 
 
 def sample_law(noise: GridNoise, size: int, seed: int) -> NDArray[np.int64]:

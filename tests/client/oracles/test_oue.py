@@ -135,16 +135,16 @@ def test_law_checks_reject_a_broken_sampler(
     d = 64
     oracle = make_oracle("oue", epsilon=1.0, domain_size=d)
     assert isinstance(oracle, OptimizedUnaryEncoding)
-    real = unary.bernoulli_bits
-    # Break only the other bits' sampler (bernoulli_bits also draws the true bits, with p).
+    real = unary.sample_bernoulli
+    # Break only the other bits' sampler (sample_bernoulli also draws the true bits, with p).
     if broken == "q 5% high":
         monkeypatch.setattr(
-            unary, "bernoulli_bits", lambda r, p, s: real(r, p * 1.05 if p < 0.5 else p, s)
+            unary, "sample_bernoulli", lambda r, p, s: real(r, p * 1.05 if p < 0.5 else p, s)
         )
     elif broken == "fixed count":
         monkeypatch.setattr(
             unary,
-            "bernoulli_bits",
+            "sample_bernoulli",
             lambda r, p, s: fixed_count_bits(r, p, s, d) if p < 0.5 else real(r, p, s),
         )
     else:

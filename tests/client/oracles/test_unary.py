@@ -1,12 +1,11 @@
 """Unary encoding's shared parts (client/oracles/unary.py): the bit-vector wire form, the
-support count over packed bits, the exact Bernoulli bit sampler, and what SUE and OUE share
-beyond the contract (test_contract.py): strict decoding, test vectors, the exact audit."""
+support count over packed bits, the report law, and what SUE and OUE share beyond the
+contract (test_contract.py): strict decoding, test vectors, the exact audit."""
 
 from __future__ import annotations
 
 import json
 import math
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,11 @@ from ldptel.analysis.audit import exact_audit
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.unary import (
-    ExactBinomial,
     UnaryEncoding,
-    _sparse_start,
-    base256_digits,
-    bernoulli_bits,
     bit_counts,
     decode_bit_vectors,
     encode_bit_vectors,
     pack_bits,
-    random_bytes,
     unpack_bits,
 )
 
@@ -163,93 +157,6 @@ def test_bit_counts_of_sparse_rows() -> None:
     assert np.array_equal(bit_counts(pack_bits(bits), 1024), bits.sum(axis=0))
 
 
-# -- the sampler -----------------------------------------------------------------------------
-
-
-def byte_uniformity_p_values(data: NDArray[np.uint8]) -> list[float]:
-    """Chi-square p-value of the byte histogram at each position mod 8 (position 7 of a word
-    is filled by a different path than positions 0-6)."""
-    lanes = data[: data.size // 8 * 8].reshape(-1, 8)
-    return [
-        float(stats.chisquare(np.bincount(lanes[:, k], minlength=256)).pvalue) for k in range(8)
-    ]
-
-
-def test_random_bytes_are_uniform_at_every_position() -> None:
-    data = random_bytes(np.random.default_rng(1), 1 << 21)
-    assert data.dtype == np.uint8 and data.size == 1 << 21
-    assert min(byte_uniformity_p_values(data)) > ALPHA / 8
-
-
-def test_byte_uniformity_check_rejects_words_with_a_zero_top_byte() -> None:
-    words = np.random.default_rng(1).integers(0, 2**56, 1 << 18).astype("<i8")
-    assert min(byte_uniformity_p_values(words.view(np.uint8))) < ALPHA / 8
-
-
-def rate_and_pair_z(bits: NDArray[np.bool_], prob: float) -> tuple[float, float]:
-    """z of the rate of ones against prob, and of the rate of adjacent 11 pairs against
-    prob^2 (a gap sampler off by one position breaks the second)."""
-    n = bits.size
-    rate_z = (bits.sum() - n * prob) / np.sqrt(n * prob * (1 - prob))
-    pairs = bits[:-1:2] & bits[1::2]
-    pp = prob * prob
-    pair_z = (pairs.sum() - pairs.size * pp) / np.sqrt(pairs.size * pp * (1 - pp))
-    return float(rate_z), float(pair_z)
-
-
-# First base-256 digits 68 (then more), 64 (and no more: 0.25), 4, and 0 (then 19).
-@pytest.mark.parametrize("prob", [0.2689414213699951, 0.25, 0.018, 0.0003])
-def test_bernoulli_bits_have_the_exact_rate_and_are_independent(prob: float) -> None:
-    bits = bernoulli_bits(np.random.default_rng(2), prob, 1 << 22)
-    limit = stats.norm.isf(ALPHA / 4)
-    assert max(abs(z) for z in rate_and_pair_z(bits, prob)) < limit
-
-
-def test_rate_check_rejects_a_sampler_that_stops_at_the_first_digit() -> None:
-    # 0.27 = 68/256 + about 0.0037 from the later digits: dropping them must be caught.
-    bits = np.random.default_rng(2).integers(0, 256, 1 << 22) < 68
-    rate_z, _ = rate_and_pair_z(bits, 0.2689414213699951)
-    assert abs(rate_z) > stats.norm.isf(ALPHA / 4)
-
-
-@pytest.mark.parametrize("prob", [0.0, 2.0**-1074, 2.0**-60, 1 / 3, 0.5, 1 - 2.0**-53])
-def test_the_digits_of_a_probability_are_its_exact_value(prob: float) -> None:
-    digits = base256_digits(prob)
-    assert sum(Fraction(d, 256 ** (j + 1)) for j, d in enumerate(digits)) == Fraction(prob)
-    assert all(0 <= d < 256 for d in digits) and (not digits or digits[-1] != 0)
-
-
-class ConstantBytes:
-    """A 'random' source whose every byte is `byte` (random_bytes draws 56-bit words)."""
-
-    def __init__(self, byte: int) -> None:
-        self.word = int.from_bytes(bytes([byte] * 7), "little")
-
-    def random(self, size: int | tuple[int, ...]) -> NDArray[np.float64]:
-        raise AssertionError("bernoulli_bits must not use floats")
-
-    def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> NDArray[np.int64]:
-        return np.full(size, self.word, dtype=np.int64)
-
-
-@pytest.mark.parametrize("prob", [2.0**-1074, 2.0**-60, 1e-20, 0.5, 1 - 2.0**-53])
-def test_every_bit_pattern_stays_possible_however_small_or_large_prob_is(prob: float) -> None:
-    # U = 0.00 00 ... is below any prob > 0, U = 0.FF FF ... above any prob < 1 (where a float
-    # uniform or a gap sampler would never give a 1 for prob < 2^-53, nor a 0 just below 1).
-    assert bernoulli_bits(ConstantBytes(0), prob, 1000).all()
-    assert not bernoulli_bits(ConstantBytes(255), prob, 1000).any()
-    assert not bernoulli_bits(ConstantBytes(0), 0.0, 1000).any()
-    assert bernoulli_bits(ConstantBytes(255), 1.0, 1000).all()
-
-
-def test_pair_check_rejects_correlated_neighbours() -> None:
-    rng = np.random.default_rng(3)
-    bits = rng.random(1 << 22) < 0.018
-    bits[1::2] |= bits[:-1:2] & (rng.random(1 << 21) < 0.2)  # a 1 sometimes drags the next
-    _, pair_z = rate_and_pair_z(bits, float(bits.mean()))
-    assert abs(pair_z) > stats.norm.isf(ALPHA / 4)
-
-
 # -- privacy ---------------------------------------------------------------------------------
 
 
@@ -278,7 +185,7 @@ def test_audit_events_of_a_report_are_its_two_bits(name: str) -> None:
     )
 
 
-# -- sparse bits: an exact Binomial count, then a uniform subset --------------------------------
+# -- the report law --------------------------------------------------------------------------
 def binomial_p_value(counts: NDArray[np.int64], trials: int, prob: float) -> float:
     """Chi-square of counts against Binomial(trials, prob), classes with >= 20 expected."""
     expected = stats.binom.pmf(np.arange(trials + 1), trials, prob) * counts.size
@@ -289,57 +196,13 @@ def binomial_p_value(counts: NDArray[np.int64], trials: int, prob: float) -> flo
     return float(stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
 
 
-@pytest.mark.parametrize(("trials", "prob"), [(20, 0.3), (511, 1 / (math.exp(4) + 1))])
-def test_exact_binomial_draws_follow_the_binomial_law(trials: int, prob: float) -> None:
-    sampler = ExactBinomial(trials, prob)
-    counts = sampler.draw(np.random.default_rng(8), 300_000)
-    assert binomial_p_value(counts, trials, prob) > ALPHA
-    # The check sees a count law 3% off.
-    assert binomial_p_value(counts, trials, prob * 1.03) < ALPHA
-
-
-def test_exact_binomial_table_is_the_exact_cumulative_weights() -> None:
-    # Small enough to hold every weight: C(N, i) a^i (2^t - a)^(N - i), total 2^(tN).
-    trials, prob = 3, 0.375  # a = 3, t = 3: 9 bits of u
-    sampler = ExactBinomial(trials, prob)
-    weights = [math.comb(3, i) * 3**i * 5 ** (3 - i) for i in range(4)]
-    assert sampler.shift == 0 and sampler.tops.tolist() == np.cumsum(weights).tolist()
-    assert sampler.tops[-1] == 2**9
-    big = ExactBinomial(1023, 1 / (math.exp(4) + 1))
-    assert big.tops[-1] == 2**62 and np.all(np.diff(big.tops) >= 0)
-
-
-def test_a_count_on_a_boundarys_top_bits_is_decided_by_its_low_bits() -> None:
-    sampler = ExactBinomial(100, 0.3)
-    cumulative = list(sampler._cumulative())
-    i = 30
-    top, low = cumulative[i] >> sampler.shift, cumulative[i] % 2**sampler.shift
-
-    class Scripted:
-        def __init__(self, low_bits: int) -> None:
-            self.answers = [np.array([top]), self.words(low_bits)]
-
-        def words(self, value: int) -> NDArray[np.uint64]:
-            count = -(-sampler.shift // 64)
-            bits = value << (64 * count - sampler.shift)
-            return np.array([(bits >> (64 * j)) & (2**64 - 1) for j in range(count)], np.uint64)
-
-        def integers(self, low: int, high: int, size: int, dtype: Any = np.int64) -> Any:
-            return self.answers.pop(0)
-
-    # u = cumulative[i] - 1 is in count i; u = cumulative[i] is in count i + 1.
-    assert sampler.draw(Scripted(low - 1), 1).tolist() == [i]  # type: ignore[arg-type]
-    assert sampler.draw(Scripted(low), 1).tolist() == [i + 1]  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize("name", UNARY)
-def test_sparse_bits_have_the_unary_law(name: str) -> None:
-    # d = 512 at eps = 6 takes the sparse path: the other bits' count is Binomial(d - 1, q),
-    # every other position is equally likely, and the true bit is 1 with probability p.
+def test_reports_have_the_unary_law(name: str) -> None:
+    # The other bits' count is Binomial(d - 1, q), every other position is equally likely,
+    # and the true bit is 1 with probability p.
     d, n = 512, 60_000
     oracle = unary(name, 6.0, d)
     rng = np.random.default_rng(9)
-    assert _sparse_start(rng, n, d, oracle.q_star) is not None
     values = np.full(n, 7, dtype=np.int64)
     bits = unpack_bits(oracle.perturb_batch(values, rng)["bits"], d).astype(np.int64)
     true_bits = bits[:, 7]
