@@ -8,8 +8,8 @@ import math
 from html import escape
 from importlib import resources
 from string import Template
-from typing import Any
 
+from ldptel.aggregator.model import Combined, Item, LevelRow, Report, WindowDocument
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
 
 #: Items drawn in the chart (the largest estimates); the table always lists every item.
@@ -36,7 +36,7 @@ def nice_step(span: float, ticks: int = 5) -> float:
     return float(next(power * m for m in (1, 2, 5, 10) if power * m >= raw))
 
 
-def chart_svg(items: list[dict[str, Any]]) -> str:
+def chart_svg(items: list[Item]) -> str:
     """Horizontal bars (estimate) with error bars (confidence interval), largest first; the
     true count as a marker where the items carry one (simulated data)."""
     shown = sorted(items, key=lambda i: -i["estimate"])[:CHART_ITEMS]
@@ -95,7 +95,7 @@ def chart_svg(items: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def table_html(report: dict[str, Any]) -> str:
+def table_html(report: Report) -> str:
     """Every item with its numbers, largest estimate first (and the true count, if known)."""
     confidence = f"{report['confidence']:.0%} CI"
     truth = any("true_count" in i for i in report["items"])
@@ -117,13 +117,13 @@ def table_html(report: dict[str, Any]) -> str:
     return f'<table class="items"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def epsilon_used(row: dict[str, Any]) -> str:
+def epsilon_used(row: LevelRow) -> str:
     """A level's epsilon in use, or why it has none."""
     used = row["epsilon_used"]
     return "does not report" if used is None else f"{used:.3g}"
 
 
-def levels_table_html(combined: dict[str, Any]) -> str:
+def levels_table_html(combined: Combined) -> str:
     """The privacy levels of a combined report: epsilons, reports and weights."""
     head = (
         "<tr><th>level</th><th>epsilon</th><th>epsilon used</th><th>reports</th>"
@@ -138,11 +138,11 @@ def levels_table_html(combined: dict[str, Any]) -> str:
     return f'<table class="levels"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def report_heading(report: dict[str, Any]) -> str:
+def report_heading(report: Report) -> str:
     """A report's title line (plain text)."""
     config = f"config {report['config_id']}"
-    if report.get("combined"):
-        strategy = report["combined"]["strategy"]
+    if (combined := report.get("combined")) is not None:
+        strategy = combined["strategy"]
         return (
             f"{report['oracle'].upper()}, combined over privacy levels ({strategy}), "
             f"n = {report['n']:,} ({config})"
@@ -154,9 +154,9 @@ def report_heading(report: dict[str, Any]) -> str:
     )
 
 
-def summary_html(report: dict[str, Any]) -> str:
+def summary_html(report: Report) -> str:
     """The key numbers of a report as a row of tiles."""
-    central = report["privacy"].get("central")
+    central = report["privacy"]["central"]
     if central and central["applies"]:
         shuffled = f"({central['epsilon']:.3g}, {central['delta']:.1g})"
     else:
@@ -180,9 +180,10 @@ def summary_html(report: dict[str, Any]) -> str:
     )
 
 
-def report_section(report: dict[str, Any]) -> str:
+def report_section(report: Report) -> str:
     """One config's report: heading, privacy in words, then chart and table (or the status)."""
-    kind = ' data-combined="true"' if report.get("combined") else ""
+    combined = report.get("combined")
+    kind = ' data-combined="true"' if combined else ""
     parts = [
         f'<section class="report" data-config="{escape(report["config_id"])}"'
         f' data-level="{escape(report["level"])}"{kind}>',
@@ -192,8 +193,8 @@ def report_section(report: dict[str, Any]) -> str:
         *(f"<p>{escape(sentence)}</p>" for sentence in privacy_sentences(report)),
         "</div>",
     ]
-    if report.get("combined"):
-        parts.append(levels_table_html(report["combined"]))
+    if combined:
+        parts.append(levels_table_html(combined))
     if report["status"] == NOT_ENOUGH:
         parts.append(f'<p class="status">{escape(report["message"])}</p>')
     else:
@@ -218,7 +219,7 @@ def report_section(report: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def render_html(document: dict[str, Any]) -> str:
+def render_html(document: WindowDocument) -> str:
     """The page for a window document (see report.build_window)."""
     window = document["window"]
     body = "\n".join(report_section(r) for r in document["reports"]) or (

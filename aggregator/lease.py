@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+
+from ldptel.store.connection import RedisClient
 
 # Take the lease if it is free, already ours, or held by an earlier process with our worker
 # id (a restarted worker takes its shards back at once instead of waiting out the TTL).
@@ -38,7 +39,7 @@ class Lease:
     """Ownership of one shard (or of building one window's report) by one worker process,
     renewed while it works."""
 
-    def __init__(self, client: Any, key: str, worker_id: str, ttl_ms: int = 30_000) -> None:
+    def __init__(self, client: RedisClient, key: str, worker_id: str, ttl_ms: int = 30_000) -> None:
         self.client = client
         self.key = key
         self.prefix = f"{worker_id}/"

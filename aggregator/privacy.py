@@ -10,7 +10,8 @@ with eps <= log(1 + (e^eps0 - 1)/(e^eps0 + 1) * (8 sqrt(e^eps0 log(4/delta)) / s
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from ldptel.aggregator.model import Central
 
 
 def default_delta(n: int) -> float:
@@ -18,41 +19,38 @@ def default_delta(n: int) -> float:
     return min(1e-6, 1.0 / (10 * max(n, 1)))
 
 
-def shuffle_amplification(
-    local_epsilon: float, n: int, delta: float | None = None
-) -> dict[str, Any]:
+def shuffle_amplification(local_epsilon: float, n: int, delta: float | None = None) -> Central:
     """The amplified (epsilon, delta) for n users of an eps0-LDP randomizer, or, when the
     theorem's precondition fails, the local epsilon itself with the reason."""
     delta = default_delta(n) if delta is None else delta
-    result: dict[str, Any] = {
-        "bound": "Feldman, McMillan, Talwar (FOCS 2021), Theorem 3.1",
-        "local_epsilon": local_epsilon,
-        "n_users": n,
-        "delta": delta,
-    }
     limit = math.log(n / (16 * math.log(2 / delta))) if n > 0 else -math.inf
     if local_epsilon > limit:
-        result.update(
-            applies=False,
-            epsilon=local_epsilon,
-            delta=0.0,
-            reason=(
-                f"the bound needs local epsilon <= log(n / (16 log(2/delta))) = {limit:.3g} "
-                f"for n = {n} and delta = {delta:.3g}; only the local guarantee holds"
-            ),
+        reason = (
+            f"the bound needs local epsilon <= log(n / (16 log(2/delta))) = {limit:.3g} "
+            f"for n = {n} and delta = {delta:.3g}; only the local guarantee holds"
         )
-        return result
+        return _central(local_epsilon, n, None, reason)
     e = math.exp(local_epsilon)
     factor = (e - 1) / (e + 1)
     spread = 8 * math.sqrt(e * math.log(4 / delta)) / math.sqrt(n) + 8 * e / n
     amplified = math.log1p(factor * spread)
     if amplified >= local_epsilon:  # near the precondition's edge the bound gains nothing
-        result.update(
-            applies=False,
-            epsilon=local_epsilon,
-            delta=0.0,
-            reason="the bound is no smaller than the local epsilon for this n",
-        )
-        return result
-    result.update(applies=True, epsilon=amplified, reason="")
-    return result
+        reason = "the bound is no smaller than the local epsilon for this n"
+        return _central(local_epsilon, n, None, reason)
+    return _central(local_epsilon, n, (amplified, delta), "")
+
+
+def _central(
+    local_epsilon: float, n: int, amplified: tuple[float, float] | None, reason: str
+) -> Central:
+    """The result; without `amplified` (epsilon, delta) only the local guarantee holds."""
+    epsilon, delta = (local_epsilon, 0.0) if amplified is None else amplified
+    return {
+        "bound": "Feldman, McMillan, Talwar (FOCS 2021), Theorem 3.1",
+        "local_epsilon": local_epsilon,
+        "n_users": n,
+        "delta": delta,
+        "applies": amplified is not None,
+        "epsilon": epsilon,
+        "reason": reason,
+    }

@@ -8,18 +8,28 @@ document stored per window (keys.report) holds the reports of every config seen 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, TypeGuard
+from typing import Final, TypedDict, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.aggregator.consistency import ALIASES, METHODS, consistent
+from ldptel.aggregator.model import (
+    Item,
+    LevelRow,
+    Privacy,
+    RapporPrivacy,
+    Report,
+    Window,
+    WindowDocument,
+    from_json,
+    to_json,
+)
 from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig
@@ -28,11 +38,12 @@ from ldptel.client.levels import LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.store import reports as stored_reports
+from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
 from ldptel.store.reports import iso
 
-OK = "ok"
-NOT_ENOUGH = "not_enough_reports"
+OK: Final = "ok"
+NOT_ENOUGH: Final = "not_enough_reports"
 #: How the significance threshold was set (report["significance"]["method"]).
 NORMAL = "normal approximation: z = the (1 - expected_false_flags / d) normal quantile"
 EXACT_BINOMIAL = (
@@ -69,6 +80,19 @@ class ReportOptions:
             raise ParameterError("false_flags", "must be in (0, 1)")
 
 
+class ItemColumns(TypedDict):
+    """Per-item statistics as columns (index = item index), before they become Items."""
+
+    estimate: NDArray[np.float64]
+    variance: NDArray[np.float64]
+    stderr: NDArray[np.float64]
+    ci_low: NDArray[np.float64]
+    ci_high: NDArray[np.float64]
+    consistent: NDArray[np.float64]
+    threshold: NDArray[np.float64]
+    significant: NDArray[np.bool_]
+
+
 def significance_z(domain_size: int, false_flags: float) -> float:
     """One-sided z with Bonferroni's correction: P(flag | f_v = 0) = false_flags / d per item,
     so the expected number of false flags over the domain is false_flags."""
@@ -99,7 +123,7 @@ def has_decoder_fit(oracle: FrequencyOracle) -> TypeGuard[Rappor]:
 
 def item_statistics(
     oracle: FrequencyOracle, support: NDArray[np.int64], n: int, options: ReportOptions
-) -> dict[str, NDArray[Any]]:
+) -> ItemColumns:
     """Per item: estimate, variance, stderr, CI bounds, consistent estimate, and the
     significance threshold with the flag."""
     if has_decoder_fit(oracle):
@@ -114,7 +138,7 @@ def estimate_statistics(
     n: int,
     options: ReportOptions,
     null_threshold: float | None = None,
-) -> dict[str, NDArray[Any]]:
+) -> ItemColumns:
     """item_statistics of unbiased estimates whose exact variance is variance_of(n, f); the
     significance threshold is `null_threshold` if given, else z * the stderr under f_v = 0
     (normal approximation, one-sided, Bonferroni)."""
@@ -143,7 +167,7 @@ def estimate_statistics(
 
 def fit_statistics(
     oracle: Rappor, support: NDArray[np.int64], n: int, options: ReportOptions
-) -> dict[str, NDArray[Any]]:
+) -> ItemColumns:
     """item_statistics from the decoder's own fit (Rappor.fit at alpha = false_flags): its
     stderr, and its Bonferroni verdicts as the flags (threshold = z * that stderr). When every
     candidate is identifiable the fit is least squares, unbiased, and its stderr the
@@ -167,12 +191,12 @@ def fit_statistics(
     }
 
 
-def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> dict[str, Any]:
+def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> Privacy:
     """Local epsilon, per-user epsilon in the window, and the shuffle-amplified guarantee."""
     per_user = oracle.epsilon * config.reports_per_window
     users = n // config.reports_per_window
     central = shuffle_amplification(per_user, users) if users > 0 else None
-    section = {
+    section: Privacy = {
         "local_epsilon": oracle.epsilon,
         "reports_per_window": config.reports_per_window,
         "user_epsilon_per_window": per_user,
@@ -180,12 +204,27 @@ def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> 
         "central": central,
     }
     if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
-        section["rappor"] = oracle.privacy_summary()
+        section["rappor"] = rappor_privacy(oracle)
         section["permanent_epsilon"] = oracle.permanent_epsilon
     return section
 
 
-def privacy_sentences(report: dict[str, Any]) -> list[str]:
+def rappor_privacy(oracle: Rappor) -> RapporPrivacy:
+    """RAPPOR's parameters as used and both of its guarantees."""
+    summary = oracle.privacy_summary()
+    return {
+        "epsilon": summary["epsilon"],
+        "permanent_epsilon": summary["permanent_epsilon"],
+        "k": summary["k"],
+        "h": summary["h"],
+        "m": summary["m"],
+        "f": summary["f"],
+        "p": summary["p"],
+        "q": summary["q"],
+    }
+
+
+def privacy_sentences(report: Report) -> list[str]:
     """The privacy parameters of a report in plain words."""
     privacy = report["privacy"]
     if "levels" in privacy:
@@ -210,7 +249,7 @@ def privacy_sentences(report: dict[str, Any]) -> list[str]:
             "one value share one permanent randomized response, so together they are at most "
             f"epsilon = {privacy['permanent_epsilon']:.3g} (the permanent bound), however many."
         )
-    central = privacy.get("central")
+    central = privacy["central"]
     if central and central["applies"]:
         users = (
             f"{central['n_users']:,} users"
@@ -229,7 +268,7 @@ def privacy_sentences(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def level_privacy_sentences(report: dict[str, Any]) -> list[str]:
+def level_privacy_sentences(report: Report) -> list[str]:
     """The privacy of a report combined over privacy levels, in plain words."""
     combined = report["combined"]
     rows = combined["levels"]
@@ -259,7 +298,7 @@ def level_privacy_sentences(report: dict[str, Any]) -> list[str]:
     amplified = [
         f"{level} ({central['epsilon']:.3g}, {central['delta']:.1g})"
         for level, section in report["privacy"]["levels"].items()
-        if (central := section.get("central")) and central["applies"]
+        if (central := section["central"]) and central["applies"]
     ]
     if amplified:
         lines.append(
@@ -272,7 +311,7 @@ def level_privacy_sentences(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _window(start: int, seconds: int) -> dict[str, Any]:
+def _window(start: int, seconds: int) -> Window:
     return {
         "start": iso(start),
         "end": iso(start + seconds),
@@ -289,8 +328,9 @@ def _head(
     n: int,
     options: ReportOptions,
     built_at: float | None,
-) -> dict[str, Any]:
-    """The fields every report has, before privacy and items."""
+    privacy: Privacy,
+) -> Report:
+    """The fields every report has, with no items yet."""
     return {
         "campaign": config.name,
         "config_id": state.config_id,
@@ -311,10 +351,12 @@ def _head(
             "rule": "estimate > threshold = z * stderr under f = 0 (one-sided, Bonferroni)",
             "method": NORMAL,
         },
+        "privacy": privacy,
+        "items": [],
     }
 
 
-def _not_enough(report: dict[str, Any]) -> bool:
+def _not_enough(report: Report) -> bool:
     """Mark a report with too few reports; True if it was."""
     if report["n"] >= report["min_reports"]:
         return False
@@ -325,11 +367,43 @@ def _not_enough(report: dict[str, Any]) -> bool:
     return True
 
 
-def _items(config: CampaignConfig, stats: dict[str, NDArray[Any]]) -> list[dict[str, Any]]:
-    columns = {name: values.tolist() for name, values in stats.items()}
+def _items(config: CampaignConfig, stats: ItemColumns) -> list[Item]:
+    rows = zip(
+        config.domain,
+        stats["estimate"].tolist(),
+        stats["variance"].tolist(),
+        stats["stderr"].tolist(),
+        stats["ci_low"].tolist(),
+        stats["ci_high"].tolist(),
+        stats["consistent"].tolist(),
+        stats["threshold"].tolist(),
+        stats["significant"].tolist(),
+        strict=True,
+    )
     return [
-        {"item": label, "index": index, **{name: columns[name][index] for name in columns}}
-        for index, label in enumerate(config.domain)
+        {
+            "item": label,
+            "index": index,
+            "estimate": estimate,
+            "variance": variance,
+            "stderr": stderr,
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+            "consistent": consistent_estimate,
+            "threshold": threshold,
+            "significant": significant,
+        }
+        for index, (
+            label,
+            estimate,
+            variance,
+            stderr,
+            ci_low,
+            ci_high,
+            consistent_estimate,
+            threshold,
+            significant,
+        ) in enumerate(rows)
     ]
 
 
@@ -341,26 +415,24 @@ def build_report(
     support: NDArray[np.int64],
     options: ReportOptions,
     built_at: float | None = None,
-) -> dict[str, Any]:
-    """The report (a JSON-ready dict) of one state's merged n and support."""
-    report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at)
-    report["privacy"] = privacy_section(config, oracle, n)
-    report["items"] = []
+) -> Report:
+    """The report of one state's merged n and support."""
+    privacy = privacy_section(config, oracle, n)
+    report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
     if not _not_enough(report):
         stats = item_statistics(oracle, support, n, options)
         report["items"] = _items(config, stats)
         if isinstance(oracle, PureOracle):
             # The exact threshold as a z of the null stderr, so the rule reads the same.
             null_stderr = float(np.sqrt(oracle.variance(n, None))[0])
-            report["significance"].update(
-                z=float(stats["threshold"][0]) / null_stderr, method=EXACT_BINOMIAL
-            )
+            report["significance"]["z"] = float(stats["threshold"][0]) / null_stderr
+            report["significance"]["method"] = EXACT_BINOMIAL
         elif has_decoder_fit(oracle):
-            report["significance"].update(
-                rule="p-value of count > 0 on the fit's stderr < expected_false_flags / d, i.e. "
-                "estimate > threshold = z * the fit's stderr (one-sided, Bonferroni)",
-                method=DECODER_FIT,
+            report["significance"]["rule"] = (
+                "p-value of count > 0 on the fit's stderr < expected_false_flags / d, i.e. "
+                "estimate > threshold = z * the fit's stderr (one-sided, Bonferroni)"
             )
+            report["significance"]["method"] = DECODER_FIT
     return report
 
 
@@ -375,16 +447,25 @@ def combined_report(
     config: CampaignConfig,
     state: StateKey,
     parts: list[LevelPart],
-    levels: list[dict[str, Any]],
+    levels: list[LevelRow],
     options: ReportOptions,
     built_at: float | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """The estimate of a config with privacy levels, combined over its levels (`parts`, the
     levels with reports); `levels` are the rows of the levels table, weights filled in here."""
     n = sum(part.n for part in parts)
     epsilons = [row["epsilon_used"] for row in levels if row["epsilon_used"] is not None]
+    per_level = {part.level: privacy_section(config, part.oracle, part.n) for part in parts}
+    privacy: Privacy = {
+        "local_epsilon": max(epsilons),
+        "reports_per_window": config.reports_per_window,
+        "user_epsilon_per_window": max(epsilons) * config.reports_per_window,
+        "lifetime_epsilon": config.lifetime_epsilon,
+        "central": None,
+        "levels": per_level,
+    }
     # `epsilon` of a combined report: the largest any of its reports used (the weakest).
-    report = _head(config, state, config.oracle, max(epsilons), n, options, built_at)
+    report = _head(config, state, config.oracle, max(epsilons), n, options, built_at, privacy)
     combination = combine(parts) if parts else None
     for row in levels:
         weight = None if combination is None else combination.weights.get(row["level"])
@@ -397,16 +478,6 @@ def combined_report(
         "assumption": ASSUMPTION,
         "levels": levels,
     }
-    per_level = {part.level: privacy_section(config, part.oracle, part.n) for part in parts}
-    report["privacy"] = {
-        "local_epsilon": max(epsilons),
-        "reports_per_window": config.reports_per_window,
-        "user_epsilon_per_window": max(epsilons) * config.reports_per_window,
-        "lifetime_epsilon": config.lifetime_epsilon,
-        "central": None,
-        "levels": per_level,
-    }
-    report["items"] = []
     if not _not_enough(report):
         assert combination is not None  # n >= min_reports >= 1
         stats = estimate_statistics(
@@ -417,20 +488,22 @@ def combined_report(
 
 
 def level_reports(
-    client: Any,
+    client: RedisClient,
     registry: Registry,
     name: str,
     config_id: str,
     window: int,
     options: ReportOptions,
     built_at: float | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Report]:
     """A config with privacy levels: the combined report first, then one report per level
     that has reports in the window."""
     config = registry.config(config_id)
     assert config is not None and config.levels
     shards = window_shards(registry, name)
-    parts, rows, reports = [], [], []
+    parts: list[LevelPart] = []
+    rows: list[LevelRow] = []
+    reports: list[Report] = []
     for level in sorted(config.levels, key=lambda level: (config.levels[level], level)):
         oracle = registry.oracle(config_id, level)
         n = 0
@@ -446,6 +519,7 @@ def level_reports(
                 "epsilon": config.levels[level],
                 "epsilon_used": None if oracle is None else oracle.epsilon,
                 "n": n,
+                "weight": 0.0,  # set by combined_report
             }
         )
     state = StateKey(window, config_id, "")
@@ -457,13 +531,13 @@ def window_shards(registry: Registry, name: str) -> range:
 
 
 def build_window(
-    client: Any,
+    client: RedisClient,
     registry: Registry,
     name: str,
     window: int,
     options: ReportOptions | None = None,
     built_at: float | None = None,
-) -> dict[str, Any]:
+) -> WindowDocument:
     """The window document: one report per (config, level) with state in `window`, and for
     a config with privacy levels their combined report before them; an empty window gives
     "not enough reports" for the campaign's current config."""
@@ -476,7 +550,7 @@ def build_window(
         if current is None:
             raise ParameterError("campaign", f"unknown campaign {name!r}")
         states = [StateKey(window, current.config_id, "")]
-    reports = []
+    reports: list[Report] = []
     for config_id in sorted({state.config_id for state in states}):
         config = registry.config(config_id)
         if config is not None and config.levels:
@@ -497,18 +571,18 @@ def build_window(
     }
 
 
-def list_windows(client: Any, registry: Registry, name: str) -> list[int]:
+def list_windows(client: RedisClient, registry: Registry, name: str) -> list[int]:
     """Start of every window that has state, oldest first."""
     return sorted({s.window for s in list_states(client, name, window_shards(registry, name))})
 
 
-def store_window(client: Any, document: dict[str, Any]) -> None:
+def store_window(client: RedisClient, document: WindowDocument) -> None:
     """Save a window document where the collector serves it."""
-    body = json.dumps(document, separators=(",", ":")).encode()
+    body = to_json(document).encode()
     stored_reports.save(client, document["campaign"], document["window"]["start_unix"], body)
 
 
-def load_window(client: Any, name: str, window: int) -> dict[str, Any] | None:
-    """The stored window document, or None."""
+def load_window(client: RedisClient, name: str, window: int) -> WindowDocument | None:
+    """The stored window document (checked against the model), or None."""
     raw = stored_reports.load(client, name, window)
-    return None if raw is None else dict(json.loads(raw))
+    return None if raw is None else from_json(raw)

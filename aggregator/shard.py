@@ -12,18 +12,26 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
 import redis
 from numpy.typing import NDArray
+from redis.client import Pipeline
+from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
 from ldptel.aggregator.state import StateKey, add_delta
 from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import FrequencyOracle, ReportBatch
 from ldptel.store import codec, keys
 from ldptel.store.codec import CorruptEntryError
-from ldptel.store.connection import SLOT_MOVED_ERRORS, RedisClient, node_client, refresh_slots
+from ldptel.store.connection import (
+    SLOT_MOVED_ERRORS,
+    RedisClient,
+    node_client,
+    refresh_slots,
+    text,
+)
 from ldptel.store.registry import Registry
 
 #: Support is counted on at most this many (report x support item) cells at once, so the
@@ -58,6 +66,18 @@ class StepResult:
     caught_up: bool = False
     #: True when the step did not commit because another worker owns the shard now.
     lost: bool = False
+
+
+def stream_entries(reply: StreamRangeResponse | None) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    """XRANGE's reply as typed (id, fields) pairs. redis-py types replies as bytes | str and an
+    entry as possibly None (XCLAIM of a deleted entry; XRANGE never returns one); the store's
+    clients never set decode_responses, so ids and fields are bytes. Checked, not copied: a
+    copy cost 4.5 ms of CPU per 1000 entries, a quarter of a DE pass at d = 1024."""
+    entries = reply or []
+    for entry_id, fields in entries:
+        if not isinstance(entry_id, bytes) or fields is None:
+            raise TypeError(f"XRANGE entry {entry_id!r}: expected bytes and fields")
+    return cast(list[tuple[bytes, dict[bytes, bytes]]], entries)
 
 
 def parse_entry(registry: Registry, name: str, fields: dict[bytes, bytes]) -> Parsed:
@@ -185,16 +205,16 @@ class ShardStep:
             except redis.WatchError:
                 return StepResult(lost=True)
 
-    def _step(self, pipe: Any, lease_token: str, max_entries: int) -> StepResult:
-        pipe.watch(self.checkpoint, self.lease_key)
+    def _step(self, pipe: Pipeline, lease_token: str, max_entries: int) -> StepResult:
+        pipe.watch(self.checkpoint, self.lease_key)  # type: ignore[no-untyped-call]
         owner = pipe.get(self.lease_key)
-        if owner is None or owner.decode() != lease_token:
+        if owner is None or text(owner) != lease_token:
             pipe.unwatch()
             return StepResult(lost=True)
         last = pipe.get(self.checkpoint)
-        start = "-" if last is None else f"({last.decode()}"
+        start = "-" if last is None else f"({text(last)}"
         count = self.read_count(max_entries)
-        entries = pipe.xrange(self.stream, min=start, max="+", count=count)
+        entries = stream_entries(pipe.xrange(self.stream, min=start, max="+", count=count))
         if not entries:
             pipe.unwatch()
             return StepResult(caught_up=True)
@@ -226,7 +246,7 @@ class ShardStep:
 
     def _queue(
         self,
-        pipe: Any,
+        pipe: Pipeline,
         groups: dict[StateKey, list[tuple[bytes, Parsed]]],
         rejected: dict[bytes, str],
         fields_by_id: dict[bytes, dict[bytes, bytes]],
@@ -243,6 +263,7 @@ class ShardStep:
                 result.reports += n
                 result.touched.add(state)
         for entry_id, reason in rejected.items():
-            moved = {**fields_by_id[entry_id], b"entry": entry_id, b"reason": reason.encode()}
+            moved: dict[FieldT, EncodableT] = dict(fields_by_id[entry_id].items())
+            moved.update({b"entry": entry_id, b"reason": reason.encode()})
             pipe.xadd(self.quarantine, moved, maxlen=QUARANTINE_MAXLEN, approximate=True)
         result.quarantined = len(rejected)

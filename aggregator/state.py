@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from redis.client import Pipeline
 
 from ldptel.store import keys
+from ldptel.store.connection import RedisClient
 
 # One EVAL per state instead of one HINCRBY command per item: Python builds one command, and
 # the script text (not EVALSHA) keeps it safe inside MULTI, where a NOSCRIPT error would not
@@ -51,7 +52,7 @@ class StateKey:
 
 
 def add_delta(
-    pipe: Any, name: str, shard: int, state: StateKey, n: int, support: NDArray[np.int64]
+    pipe: Pipeline, name: str, shard: int, state: StateKey, n: int, support: NDArray[np.int64]
 ) -> None:
     """Queue (inside MULTI) the addition of n reports and their support to a shard's state."""
     nonzero = np.flatnonzero(support)
@@ -64,7 +65,7 @@ def add_delta(
 
 
 def read_state(
-    client: Any, name: str, shards: Iterable[int], state: StateKey, size: int
+    client: RedisClient, name: str, shards: Iterable[int], state: StateKey, size: int
 ) -> tuple[int, NDArray[np.int64]]:
     """n and the support vector of `state`, summed over `shards`."""
     shards = list(shards)
@@ -84,7 +85,7 @@ def read_state(
 
 
 def list_states(
-    client: Any, name: str, shards: Iterable[int], window: int | None = None
+    client: RedisClient, name: str, shards: Iterable[int], window: int | None = None
 ) -> list[StateKey]:
     """The states found in the shards' indexes (of one window, or all), sorted."""
     low, high = ("-inf", "+inf") if window is None else (window, window)
@@ -104,7 +105,9 @@ return 0
 """
 
 
-def pending_states(client: Any, name: str, shards: Iterable[int]) -> dict[int, dict[str, bytes]]:
+def pending_states(
+    client: RedisClient, name: str, shards: Iterable[int]
+) -> dict[int, dict[str, bytes]]:
     """Per shard: state member -> version of the states whose report is out of date."""
     shards = list(shards)
     with client.pipeline(transaction=False) as pipe:
@@ -117,7 +120,9 @@ def pending_states(client: Any, name: str, shards: Iterable[int]) -> dict[int, d
     }
 
 
-def reported(client: Any, name: str, pending: dict[int, dict[str, bytes]], window: int) -> None:
+def reported(
+    client: RedisClient, name: str, pending: dict[int, dict[str, bytes]], window: int
+) -> None:
     """Mark the pending states of `window` (as read before its report was built) reported."""
     for shard, members in pending.items():
         for member, version in members.items():

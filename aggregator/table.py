@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from typing import Any
 
+from ldptel.aggregator.model import LevelRow, Report, WindowDocument
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
 
 
@@ -13,7 +13,7 @@ def _number(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def levels_table(rows: list[dict[str, Any]]) -> list[str]:
+def levels_table(rows: list[LevelRow]) -> list[str]:
     """The privacy levels of a combined report as aligned lines."""
     table = [["level", "epsilon", "epsilon used", "reports", "weight"]] + [
         [
@@ -40,7 +40,7 @@ def aligned(table: list[list[str]]) -> list[str]:
     ]
 
 
-def format_report(report: dict[str, Any], true_counts: Sequence[int] | None = None) -> str:
+def format_report(report: Report, true_counts: Sequence[int] | None = None) -> str:
     """One report: a header, the privacy guarantee in words, and the items by estimate."""
     window = report["window"]
     combined = report.get("combined")
@@ -89,7 +89,7 @@ def format_report(report: dict[str, Any], true_counts: Sequence[int] | None = No
     return "\n".join(lines)
 
 
-def format_window(document: dict[str, Any], true_counts: Sequence[int] | None = None) -> str:
+def format_window(document: WindowDocument, true_counts: Sequence[int] | None = None) -> str:
     """Every report of a window document, separated by blank lines."""
     parts = [format_report(report, true_counts) for report in document["reports"]]
     return "\n\n".join(parts) if parts else f"no reports for window {document['window']['start']}"

@@ -15,14 +15,13 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ldptel.aggregator.lease import Lease
 from ldptel.aggregator.report import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.state import StateKey, pending_states, reported
 from ldptel.store import keys
-from ldptel.store.connection import REDIS_ERRORS
+from ldptel.store.connection import REDIS_ERRORS, RedisClient, text
 from ldptel.store.registry import Registry
 
 log = logging.getLogger("ldptel.aggregator")
@@ -49,10 +48,10 @@ class PassStats:
     reports_built: int = 0
 
 
-def trim_threshold(checkpoint: bytes, now_ms: int, retention_seconds: int) -> str:
+def trim_threshold(checkpoint: bytes | str, now_ms: int, retention_seconds: int) -> str:
     """The XTRIM MINID threshold: below the checkpoint (already counted) AND older than the
     retention; stream ids are Redis-clock milliseconds, compared as (ms, seq) pairs."""
-    ms, seq = (int(part) for part in checkpoint.decode().split("-"))
+    ms, seq = (int(part) for part in text(checkpoint).split("-"))
     cutoff = now_ms - retention_seconds * 1000
     return f"{ms}-{seq}" if ms < cutoff else f"{max(cutoff, 0)}-0"
 
@@ -62,7 +61,7 @@ class Worker:
 
     def __init__(
         self,
-        client: Any,
+        client: RedisClient,
         *,
         worker_id: str | None = None,
         batch_entries: int = 1000,
@@ -158,7 +157,7 @@ class Worker:
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         threshold = trim_threshold(checkpoint, now_ms, config.retention_seconds)
         # MINID removes ids < threshold only, and the threshold never exceeds the checkpoint.
-        self.client.execute_command("XTRIM", keys.stream(name, shard), "MINID", threshold)
+        self.client.xtrim(keys.stream(name, shard), minid=threshold, approximate=False)
 
     def _build_reports(self, stats: PassStats) -> None:
         """Rebuild the report of every window with state newer than its stored report

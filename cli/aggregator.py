@@ -7,12 +7,16 @@ import argparse
 import logging
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ldptel.client.errors import ParameterError
+
+if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.aggregator.report import ReportOptions
+    from ldptel.store.connection import RedisClient
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -55,7 +59,7 @@ def redis_url(url: str | None) -> str:
     return url_file.read_text().strip() if url_file.exists() else DEFAULT_REDIS_URL
 
 
-def redis_client(url: str | None) -> Any:
+def redis_client(url: str | None) -> RedisClient:
     from ldptel.cli.main import CliError
     from ldptel.store.connection import REDIS_ERRORS, connect
 
@@ -84,7 +88,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def report_options(args: argparse.Namespace) -> Any:
+def report_options(args: argparse.Namespace) -> ReportOptions:
     from ldptel.aggregator.report import ReportOptions
 
     return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
@@ -119,7 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def graceful_stop(stop: Any) -> Iterator[None]:
+def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
     """SIGTERM and SIGINT call `stop()` (the current transaction finishes) while inside."""
 
     def handler(signum: int, frame: FrameType | None) -> None:

@@ -18,7 +18,10 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ldptel.store.connection import RedisClient
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
     return serve(config, options, redis_url=args.redis_url)
 
 
-def _redis(url: str | None) -> Any:
+def _redis(url: str | None) -> RedisClient:
     from ldptel.cli.main import CliError
     from ldptel.collector.serve import DATA_DIR, REDIS_URL_FILE
 

@@ -21,11 +21,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError
+
+if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.client.transport import Transport
 
 CAMPAIGN = "demo-screens"
 SCREENS = (
@@ -77,7 +81,9 @@ def item_names(domain_size: int) -> list[str]:
     return [SCREENS[i] if i < len(SCREENS) else f"screen-{i}" for i in range(domain_size)]
 
 
-def zipf_values(n: int, domain_size: int, exponent: float, rng: np.random.Generator) -> Any:
+def zipf_values(
+    n: int, domain_size: int, exponent: float, rng: np.random.Generator
+) -> NDArray[np.int64]:
     """n true values with P(item i) proportional to 1 / (i + 1)^exponent."""
     weights = 1.0 / np.arange(1, domain_size + 1) ** exponent
     return rng.choice(domain_size, size=n, p=weights / weights.sum())
@@ -138,7 +144,7 @@ def serve(app: Any) -> Iterator[str]:
         thread.join(5)
 
 
-def post_batch(transport: Any, campaign: str, config_id: str, reports: list[str]) -> int:
+def post_batch(transport: Transport, campaign: str, config_id: str, reports: list[str]) -> int:
     """POST one batch through the SDK's transport; a retry reuses the idempotency key."""
     key = uuid.uuid4().hex
     for attempt in range(5):
@@ -163,7 +169,12 @@ def admin_post(base_url: str, path: str, admin_token: str, body: dict[str, Any])
 
 
 def post_reports(
-    base_url: str, token: str, config: dict[str, Any], values: Any, seed: int, stage: Stage
+    base_url: str,
+    token: str,
+    config: dict[str, Any],
+    values: NDArray[np.int64],
+    seed: int,
+    stage: Stage,
 ) -> int:
     """Simulated users randomize their values and post them in batches from a few threads
     (vectorized: one oracle call per batch; a real app would use the Reporter)."""
@@ -276,6 +287,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     import redis
 
     from ldptel.aggregator.html import render_html
+    from ldptel.aggregator.model import to_json
     from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
     from ldptel.aggregator.worker import Worker
@@ -337,7 +349,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
             item["true_count"] = true_counts[item["index"]]
     write_page(Path(args.html), render_html(document))
     if args.json:
-        print(json.dumps(document, indent=2))
+        print(to_json(document, indent=2))
     else:
         print(format_window(document, true_counts))
         print(f"\nHTML report: {Path(args.html).resolve()}")

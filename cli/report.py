@@ -4,7 +4,6 @@ table for people, JSON for machines, or a self-contained HTML page."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ldptel.cli.aggregator import (
@@ -41,6 +40,7 @@ def write_page(path: Path, page: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ldptel.aggregator.html import render_html
+    from ldptel.aggregator.model import to_json
     from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
     from ldptel.store.registry import Registry
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         window = config.window_of(parse_window(args.window))
     document = build_window(client, registry, args.campaign, window, report_options(args))
     if args.json:
-        print(json.dumps(document, indent=2))
+        print(to_json(document, indent=2))
     elif args.html:
         write_page(Path(args.html), render_html(document))
         print(f"wrote {args.html}")

