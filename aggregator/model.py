@@ -73,9 +73,24 @@ class _Privacy(TypedDict):
     central: Central | None
 
 
+class Longitudinal(TypedDict):
+    """The guarantee over a user's whole history that the client's ledger enforces
+    (ldptel.client.ledger.Guarantee; docs/client.md, "Longitudinal privacy")."""
+
+    memoization: str
+    per_report_epsilon: float
+    window_epsilon: float
+    lifetime_epsilon: float
+    holds_for: str
+    discloses: str
+    statement: str
+
+
 class Privacy(_Privacy, total=False):
     """A report's privacy guarantee in numbers."""
 
+    #: Over a user's whole history: per window, for life, for which histories.
+    longitudinal: Longitudinal
     #: RAPPOR only: its parameters and the bound over all reports of one value.
     rappor: RapporPrivacy
     permanent_epsilon: float

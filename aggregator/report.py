@@ -22,6 +22,7 @@ from ldptel.aggregator.consistency import ALIASES, METHODS, consistent
 from ldptel.aggregator.model import (
     Item,
     LevelRow,
+    Longitudinal,
     Privacy,
     RapporPrivacy,
     Report,
@@ -34,6 +35,7 @@ from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
+from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.rappor import Rappor
@@ -202,11 +204,26 @@ def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> 
         "user_epsilon_per_window": per_user,
         "lifetime_epsilon": config.lifetime_epsilon,
         "central": central,
+        "longitudinal": longitudinal(config),
     }
     if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
         section["rappor"] = rappor_privacy(oracle)
         section["permanent_epsilon"] = oracle.permanent_epsilon
     return section
+
+
+def longitudinal(config: CampaignConfig) -> Longitudinal:
+    """The ledger's guarantee over a user's whole history (ldptel.client.ledger.guarantee)."""
+    promise = guarantee(config)
+    return {
+        "memoization": promise.memoization,
+        "per_report_epsilon": promise.per_report_epsilon,
+        "window_epsilon": promise.window_epsilon,
+        "lifetime_epsilon": promise.lifetime_epsilon,
+        "holds_for": promise.holds_for,
+        "discloses": promise.discloses,
+        "statement": promise.statement,
+    }
 
 
 def rappor_privacy(oracle: Rappor) -> RapporPrivacy:
@@ -245,10 +262,12 @@ def privacy_sentences(report: Report) -> list[str]:
         rappor = privacy["rappor"]
         lines.append(
             f"RAPPOR (k={rappor['k']}, h={rappor['h']}, m={rappor['m']}, f={rappor['f']:.3g}, "
-            f"p={rappor['p']:.3g}, q={rappor['q']:.3g}): all the reports one user ever sends of "
-            "one value share one permanent randomized response, so together they are at most "
-            f"epsilon = {privacy['permanent_epsilon']:.3g} (the permanent bound), however many."
+            f"p={rappor['p']:.3g}, q={rappor['q']:.3g}); permanent bound "
+            f"{privacy['permanent_epsilon']:.3g} for the reports of one value under exact "
+            "memoization only."
         )
+    if "longitudinal" in privacy:
+        lines.append("Over a user's whole history: " + privacy["longitudinal"]["statement"])
     central = privacy["central"]
     if central and central["applies"]:
         users = (
@@ -308,6 +327,9 @@ def level_privacy_sentences(report: Report) -> list[str]:
             "levels' users are also centrally (epsilon, delta)-private: "
             f"{', '.join(amplified)}."
         )
+    if "longitudinal" in report["privacy"]:
+        statement = report["privacy"]["longitudinal"]["statement"]
+        lines.append(f"Over a user's whole history: {statement} (budgets scale with the level.)")
     return lines
 
 
@@ -462,6 +484,7 @@ def combined_report(
         "user_epsilon_per_window": max(epsilons) * config.reports_per_window,
         "lifetime_epsilon": config.lifetime_epsilon,
         "central": None,
+        "longitudinal": longitudinal(config),
         "levels": per_level,
     }
     # `epsilon` of a combined report: the largest any of its reports used (the weakest).

@@ -1,22 +1,28 @@
 """The privacy ledger: how much epsilon this client has spent per campaign, per window and
 over its lifetime, persisted in the state database and checked before every report.
 
-Sequential composition is what it adds up (the losses of reports on independent randomness
-add). Memoization changes what a report costs (ldptel.client.memo): a report of a value
-whose randomization is already spent costs only what it adds to that value's bound, which is
-nothing for a resent memoized report. A per-window budget alone renews forever and so is
-unbounded over time (Tang et al., 2017, on Apple's deployment); the lifetime budget is not.
-With privacy levels a report costs its level's reporting epsilon, and the budgets checked are
-those of the level it is made at (`Budget.of`); the totals stay per campaign, across levels.
+Sequential composition is what it adds up (Dwork & Roth 2014, Thm. 3.16: the losses of
+reports on independent randomness add). Under the default memoization "none" every report is
+a fresh draw charged its epsilon, so the total bounds the loss between any two value
+histories (`Guarantee`); under the opt-in "exact_discloses_changes" a resent report costs
+nothing and the total holds only between histories with the same change pattern
+(ldptel.client.memo). A per-window budget alone renews forever and so is unbounded over time
+(Tang et al., 2017, on Apple's deployment); the lifetime budget is not. Windows are the
+collector's (ldptel.client.clock): a spooled report is posted only in the window it is
+charged to, or charged again to the window it is posted in (`carry`). With privacy levels a
+report costs its level's reporting epsilon, and the budgets checked are those of the level it
+is made at (`Budget.of`); the totals stay per campaign, across levels.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
 
 #: A campaign without lifetime_epsilon gets this many times its per-report epsilon for life.
@@ -88,9 +94,12 @@ def charge(
     window_seconds: int,
     cost: float,
     budget: Budget,
+    *,
+    lifetime: bool = True,
 ) -> None:
     """Record one report costing `cost` epsilon, inside the caller's write transaction;
-    raises BudgetExhaustedError (the caller rolls back) if any limit would be passed."""
+    raises BudgetExhaustedError (the caller rolls back) if any limit would be passed.
+    `lifetime=False`: a report already charged for life moves into another window."""
     window_cap = budget.window_epsilon * _SLACK if cost > 0.0 else math.inf  # a resent memo
     limits = (budget.reports_per_window, window_cap)
     if not conn.execute(_ADD, (1, cost, campaign, window, *limits)).rowcount:
@@ -104,7 +113,7 @@ def charge(
             raise BudgetExhaustedError(
                 "window_epsilon", f"window budget of epsilon {budget.window_epsilon:g} is spent"
             )
-    if cost <= 0.0:
+    if cost <= 0.0 or not lifetime:
         return
     lifetime_cap = budget.lifetime_epsilon * _SLACK
     if not conn.execute(_ADD, (0, cost, campaign, LIFETIME, 0, lifetime_cap)).rowcount:
@@ -150,3 +159,141 @@ def migrate(conn: sqlite3.Connection) -> None:
 def prune(conn: sqlite3.Connection, now: float) -> None:
     """Forget window rows long past (the lifetime totals are kept)."""
     conn.execute("DELETE FROM ledger_windows WHERE window_end < ?", (now - KEEP_WINDOWS_SECONDS,))
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What one install's reports to a campaign config promise over its whole history: the
+    privacy loss between two value histories, against anyone who sees every report (the
+    collector, the network), is at most `window_epsilon` for the reports counted in any one
+    window and `lifetime_epsilon` for all of them, for the histories `holds_for` names.
+    (With privacy levels both budgets scale with the level's epsilon: docs/client.md.)"""
+
+    memoization: str
+    per_report_epsilon: float
+    window_epsilon: float
+    lifetime_epsilon: float
+    holds_for: str
+    discloses: str
+    statement: str
+
+
+ANY_HISTORIES = "any two value histories"
+SAME_PATTERN = "value histories with the same change pattern only"
+CHANGE_PATTERN = "the change pattern (which reports carry the same value) is disclosed"
+
+
+def guarantee(config: CampaignConfig) -> Guarantee:
+    """The longitudinal guarantee the ledger enforces for `config` (docs/client.md)."""
+    budget = Budget.of(config)
+    per_report = config.build_oracle().epsilon
+    exact = config.memoization == MEMO_EXACT
+    holds_for, discloses = (SAME_PATTERN, CHANGE_PATTERN) if exact else (ANY_HISTORIES, "")
+    charge = "each distinct value's first reports" if exact else "every report"
+    statement = (
+        f"Per install, between {holds_for}: privacy loss <= epsilon {budget.window_epsilon:g} "
+        f"in any window and <= {budget.lifetime_epsilon:g} over its lifetime ({charge} "
+        f"charged by sequential composition)."
+    )
+    if exact:
+        statement += f" Memoization {MEMO_EXACT}: {discloses}."
+    return Guarantee(
+        memoization=config.memoization,
+        per_report_epsilon=per_report,
+        window_epsilon=budget.window_epsilon,
+        lifetime_epsilon=budget.lifetime_epsilon,
+        holds_for=holds_for,
+        discloses=discloses,
+        statement=statement,
+    )
+
+
+@dataclass(frozen=True)
+class WindowRule:
+    """How the sender may post a (campaign, level)'s reports now: the collector's current
+    window, whether it is far enough from its end for a post to land in it, how many
+    seconds until the next window starts, and what moving a report into the current window
+    costs (the level's reporting epsilon) against which budget."""
+
+    window: int
+    window_seconds: int
+    postable: bool
+    next_window_in: float
+    cost: float
+    budget: Budget
+
+
+def _move(conn: sqlite3.Connection, campaign: str, rule: WindowRule, reports: int) -> bool:
+    """Charge `reports` reports to the rule's window (not for life: they were), or nothing."""
+    conn.execute("SAVEPOINT move")
+    try:
+        for _ in range(reports):
+            charge(
+                conn,
+                campaign,
+                rule.window,
+                rule.window_seconds,
+                rule.cost,
+                rule.budget,
+                lifetime=False,
+            )
+    except BudgetExhaustedError:
+        conn.execute("ROLLBACK TO move")
+        return False
+    finally:
+        conn.execute("RELEASE move")
+    return True
+
+
+#: A rule_of answer for a campaign whose reports the collector will refuse (retired): they
+#: are posted as they are, to be dead-lettered, never stored or counted.
+REFUSED: Literal["refused"] = "refused"
+
+
+def settle(
+    conn: sqlite3.Connection,
+    now: float,
+    rule_of: Callable[[str, str], WindowRule | Literal["refused"] | None],
+) -> None:
+    """(Sender, inside its write transaction, before forming a batch; `now` the device time
+    batches are timed by) Make every report the sender may post counted in the window it
+    was charged to, on the collector's clock: a report charged to another window (made
+    offline, or under a wrong device clock) is charged to the current window if it has room,
+    else held (not batched) until a window has; a formed batch not yet delivered likewise,
+    or it waits for the next window. Nothing is posted within the rule's margin of a
+    window's end (it could arrive in the next). `rule_of(campaign, level)` None: hold them."""
+    conn.execute("UPDATE spool SET held = 0 WHERE held")
+    where = "batch IS NULL AND campaign = ? AND level = ?"
+    groups = conn.execute("SELECT DISTINCT campaign, level FROM spool WHERE batch IS NULL")
+    for campaign, level in groups.fetchall():
+        rule = rule_of(campaign, level)
+        if rule == REFUSED:
+            continue
+        if not isinstance(rule, WindowRule) or not rule.postable:
+            conn.execute(f"UPDATE spool SET held = 1 WHERE {where}", (campaign, level))
+            continue
+        others = conn.execute(
+            f"SELECT id FROM spool WHERE {where} AND window_start != ? ORDER BY id",
+            (campaign, level, rule.window),
+        ).fetchall()
+        for (row,) in others:
+            if _move(conn, campaign, rule, 1):
+                conn.execute("UPDATE spool SET window_start = ? WHERE id = ?", (rule.window, row))
+            else:
+                conn.execute("UPDATE spool SET held = 1 WHERE id = ?", (row,))
+    batches = conn.execute("SELECT id, campaign, level FROM batches").fetchall()
+    for batch, campaign, level in batches:
+        rule = rule_of(campaign, level)
+        if not isinstance(rule, WindowRule):
+            continue
+        (others,) = conn.execute(
+            "SELECT count(*) FROM spool WHERE batch = ? AND window_start != ?",
+            (batch, rule.window),
+        ).fetchone()
+        if rule.postable and (not others or _move(conn, campaign, rule, int(others))):
+            conn.execute("UPDATE spool SET window_start = ? WHERE batch = ?", (rule.window, batch))
+        else:
+            later = now + rule.next_window_in
+            conn.execute(
+                "UPDATE batches SET next_at = max(next_at, ?) WHERE id = ?", (later, batch)
+            )

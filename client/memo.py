@@ -1,23 +1,30 @@
-"""Memoized randomization: a value reported again reuses its permanent randomization.
+"""What a report sends, and the epsilon the ledger charges for it, per memoization mode.
 
-Two kinds, per oracle (the longitudinal bounds are in docs/client.md):
+The campaign's `memoization` chooses (docs/client.md, "Longitudinal privacy"):
 
-- Full RAPPOR keeps its own design (Erlingsson et al., CCS 2014): the permanent randomized
-  response is derived from HMAC(secret, value) with a secret and cohort per client and
-  config, persisted here; every report draws a fresh instantaneous randomized response. The
-  r-th report of one value costs min(r eps_1, eps_inf) - min((r-1) eps_1, eps_inf).
-- Every other oracle memoizes its whole perturbed report per (config, value) and resends
-  the same bytes (the exact, simplest form of Ding, Kulkarni, Yekhanin, NeurIPS 2017): an
-  observer of any number of reports sees one randomized report per distinct value, so the
-  first report of a value costs eps and each repeat costs nothing.
+- "none", the default: every report is a fresh draw of the oracle's law from the OS CSPRNG
+  (RAPPOR: a fresh PRR and IRR, its one-report law eps_1), charged its epsilon. Nothing is
+  reused, so the reports of one install are independent given its value history and, by
+  sequential composition (Dwork & Roth 2014, Thm. 3.16), any two histories of T reports are
+  at most the sum of the charges apart. The charge depends only on the oracle and the privacy
+  level (both public), so a refusal by the ledger reveals nothing about the values.
+- "exact_discloses_changes", an explicit opt-in with a weaker promise: a value's report is
+  drawn once per (config, level, value) and resent (the exact memoization of Ding,
+  Kulkarni, Yekhanin, NeurIPS 2017); RAPPOR derives its PRR from HMAC(secret, value) and
+  draws a fresh IRR (Erlingsson et al., CCS 2014). The first report of a value costs eps
+  (RAPPOR: the r-th costs min(r eps_1, eps_inf) - min((r-1) eps_1, eps_inf)) and repeats
+  nothing more. This holds only between histories with the same change pattern (which reports
+  came from the same value): resent bytes disclose that pattern exactly (A,B,A,B against
+  A,A,A,A: an infinite loss), RAPPOR's IRRs disclose it more with every report.
 
-Both fit one rule, with eps_1 = eps_inf = eps for the resent reports: the next report of a
-value costs min(spent + eps_1, eps_inf) - spent, where `spent` is persisted per value.
-Memo keys are keyed hashes of (config id, privacy level, value index), so the state file
-holds no label in clear; the memo is never sent. A user who changes privacy level gets fresh,
-independent randomizations at the new level's epsilon (and the ledger charges them): reusing
-the old level's report would break the new level's promise, and a report correlated with it
-would not compose (docs/personalized-privacy.md).
+No mode can both track a changing value and make a stable value's repeats free for arbitrary
+histories: A,A,...,A against A,B,A,B,... drifts apart with every report of a value that is
+followed, which is why the sound default charges every report.
+
+Memo keys are keyed hashes of (config id, privacy level, value index), so the state file holds
+no label in clear; the memo is never sent. Nothing is drawn ahead: a config costs nothing to
+load, the first report of a value draws its randomization (benchmarks/client_overhead.py).
+A user who changes privacy level gets fresh randomizations at the new level's epsilon.
 """
 
 from __future__ import annotations
@@ -28,17 +35,13 @@ import sqlite3
 
 import numpy as np
 
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.randomness import SecureRandom
 from ldptel.client.statedb import transaction
-
-#: Domains up to this size get every value's memo drawn ahead, in one vectorized batch, when
-#: the config is loaded; a draw becomes the memo only when its value is first reported.
-PREDRAW_MAX = 4096
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memo (key BLOB PRIMARY KEY, report TEXT, spent REAL NOT NULL)
@@ -76,31 +79,21 @@ class Randomizer:
         self.config = config
         self.config_id = config.config_id
         self.level = level
+        self.exact = config.memoization == MEMO_EXACT
         #: What memo keys and RAPPOR's client secret are per: the config, and the level.
         self._scope = f"{self.config_id}:{level}" if level else self.config_id
         self.oracle: FrequencyOracle = oracle
         #: BLAKE2b keyed with the memo secret, copied per key (keying once saves a block).
         self._keyed = hashlib.blake2b(key=memo_secret, digest_size=16)
         self._rng = SecureRandom()
-        self._final: dict[int, str] = {}  # values whose memo can never change again
-        self._candidates: list[str] | None = None
+        self._final: dict[int, str] = {}  # exact mode: values whose memo can never change
         self._rappor: RapporClient | None = None
+        #: eps_1, the epsilon of one fresh report (RAPPOR: PRR and IRR), and the bound of all
+        #: reports of one value under exact memoization (RAPPOR: eps_inf; others: eps_1).
+        self.per_report = self.permanent = self.oracle.epsilon
         if isinstance(self.oracle, Rappor):
-            self.per_report = self.oracle.epsilon
-            self.permanent = self.oracle.permanent_epsilon
             self._rappor = _rappor_client(conn, self.oracle, self._scope)
-        else:
-            self.per_report = self.permanent = self.oracle.epsilon
-            if config.domain_size <= PREDRAW_MAX:
-                self.predraw()
-
-    def predraw(self) -> None:
-        """Draw a candidate memo for every value (forgotten after a fork; see `forget`)."""
-        batch = self.oracle.perturb_batch(np.arange(self.config.domain_size), self._rng)
-        self._candidates = [wire_json(report) for report in self.oracle.encode(batch)]
-
-    def forget_candidates(self) -> None:
-        self._candidates = None
+            self.permanent = self.oracle.permanent_epsilon
 
     def key(self, index: int) -> bytes:
         keyed = self._keyed.copy()  # = blake2b(message, key=memo_secret, digest_size=16)
@@ -109,17 +102,14 @@ class Randomizer:
 
     def spend(self, conn: sqlite3.Connection, index: int) -> tuple[str, float]:
         """The report to send for value `index` and the epsilon it costs, with its memo
-        written (inside the caller's transaction, which charges the ledger that cost; call
-        `committed` after COMMIT)."""
+        written in exact mode (inside the caller's transaction, which charges the ledger
+        that cost; call `committed` after COMMIT)."""
+        if not self.exact:
+            return self._fresh(index), self.per_report
         final = self._final.get(index)
         if final is not None:
             return final, 0.0
         key = self.key(index)
-        if self._candidates is not None:  # most likely a new memo: one statement, no read
-            report = self._candidates[index]  # costs per_report = permanent, its whole bound
-            if conn.execute(_INSERT_NEW, (key, report, self.per_report)).rowcount:
-                return report, self.per_report
-            # else drawn before (an earlier run, another process): read it below
         row = conn.execute(_SELECT, (key,)).fetchone()
         spent = 0.0 if row is None else float(row[1])
         if self._rappor is not None:
@@ -137,13 +127,19 @@ class Randomizer:
         return report, cost
 
     def committed(self, index: int, report: str) -> None:
-        """After COMMIT: a value whose bound is reached resends its memo from memory."""
-        if self._rappor is None:
+        """After COMMIT: in exact mode a value whose bound is reached resends its memo from
+        memory."""
+        if self.exact and self._rappor is None:
             self._final[index] = report
 
     def _fresh(self, index: int) -> str:
-        if self._candidates is not None:
-            return self._candidates[index]
+        """A fresh draw of the oracle's one-report law (RAPPOR: a new PRR for this install's
+        cohort, not the HMAC-derived one, and a new IRR)."""
+        if self._rappor is not None:
+            value = np.array([index], dtype=np.int64)
+            cohort = np.array([self._rappor.cohort], dtype=np.int64)
+            batch = self._rappor.oracle.perturb_cohorts(value, cohort, self._rng)
+            return wire_json(self._rappor.oracle.encode(batch)[0])
         return wire_json(self.oracle.perturb(index, self._rng))
 
 

@@ -1,20 +1,24 @@
 """The app-side SDK: `Reporter(url, token).report(campaign, value)` (docs/client.md).
 
-report() runs on the caller's thread: it checks the value and the privacy ledger, takes the
-value's memoized randomization (or draws it from the OS CSPRNG) and writes the perturbed
+report() runs on the caller's thread: it checks the value and the privacy ledger, randomizes
+the value (ldptel.client.memo: afresh from the OS CSPRNG by default) and writes the perturbed
 report to the durable spool, all in one SQLite transaction, before it returns. A background
-thread (ldptel.client.sender) batches, gzips and posts the spool to the collector.
+thread (ldptel.client.sender) batches, gzips and posts the spool to the collector. Windows
+are the collector's (ldptel.client.clock). One state_dir per app install: by default in the
+platform's user data directory, keyed by the app's ingest token, not by the URL's spelling.
 
 Campaigns with privacy levels (docs/personalized-privacy.md): each report is made at the
-user's level, randomized with that level's oracle, charged that level's epsilon, memoized per
-level, and sent in batches of one level.
+user's level, randomized with that level's oracle, charged that level's epsilon (memoized
+per level under the opt-in exact memoization), and sent in batches of one level.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import logging
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -24,12 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+import platformdirs
 import xxhash
 
-from ldptel.client import configs, ledger, memo, spool, statedb
+from ldptel.client import clock, configs, ledger, memo, spool, statedb
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
+from ldptel.client.clock import ServerClock
 from ldptel.client.configs import Known
 from ldptel.client.errors import (
     CampaignUnavailableError,
@@ -43,7 +49,7 @@ from ldptel.client.errors import (
     UnknownCampaignError,
     ValueTypeError,
 )
-from ldptel.client.ledger import Budget, Spent
+from ldptel.client.ledger import Budget, Guarantee, Spent, WindowRule
 from ldptel.client.levels import LEVEL_NAME
 from ldptel.client.memo import Randomizer
 from ldptel.client.oracles.base import check_int
@@ -56,7 +62,11 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 LOG = logging.getLogger("ldptel.client")
-SCHEMAS = (ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA)
+SCHEMAS = (ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA, clock.SCHEMA)
+#: Seconds before a window's end (on the collector's clock) from which a report is charged
+#: to the next window, and no batch of the window is posted: a post may take the transport
+#: timeout, and the collector's Date is truncated to the second.
+WINDOW_MARGIN_EXTRA = 2.0
 #: How long an "unknown campaign" answer is believed before asking again.
 UNKNOWN_CAMPAIGN_SECONDS = 60.0
 #: A state database that could not be opened is tried again after this long.
@@ -116,10 +126,48 @@ class Stats(TypedDict):
     not_spooled: dict[str, int]
 
 
-def default_state_dir(collector_url: str) -> Path:
-    """$XDG_DATA_HOME/ldptel/<hash of the collector URL> (~/.local/share by default)."""
+def default_state_dir(token: str) -> Path:
+    """<the platform's user data dir>/ldptel/installs/<hash of the ingest token>
+    (platformdirs: ~/.local/share on Linux, ~/Library/Application Support on macOS,
+    %LOCALAPPDATA% on Windows). The token names the app to the collector, so the state (one
+    install identity, ledger, memo, spool) is the same whatever the URL's spelling."""
+    digest = hashlib.sha256(b"ldptel-install:" + token.encode()).hexdigest()[:16]
+    return platformdirs.user_data_path("ldptel", appauthor=False) / "installs" / digest
+
+
+def legacy_state_dir(collector_url: str) -> Path:
+    """Where SDKs before one state per install kept it: keyed by the URL's spelling."""
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "ldptel" / xxhash.xxh64_hexdigest(collector_url.rstrip("/").encode())
+
+
+def migrate_legacy_state(legacy: Path, state_dir: Path) -> None:
+    """Bring an older SDK's state_dir for this URL into the install's: moved whole if the
+    install has none yet; else its ledger is added to the install's (its spent epsilon stays
+    spent) and its unsent reports are spooled there, under their idempotency keys. It is
+    then renamed `<name>.migrated`, so it is folded in once and never used again."""
+    if not (legacy / statedb.FILENAME).exists() or legacy.resolve() == state_dir.resolve():
+        return
+    if not (state_dir / statedb.FILENAME).exists():
+        state_dir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if state_dir.exists():
+            shutil.rmtree(state_dir)  # an empty leftover: nothing of value in it
+        legacy.rename(state_dir)
+        LOG.warning("ldptel: moved the state of %s to %s", legacy, state_dir)
+        return
+    conn = statedb.open_state(state_dir, SCHEMAS, spool.COLUMNS)
+    try:
+        statedb.open_state(legacy, SCHEMAS, spool.COLUMNS).close()  # brings it to this schema
+        statedb.fold(conn, legacy / statedb.FILENAME)
+    finally:
+        conn.close()
+    for cached in (legacy / "configs").glob("*.json"):
+        target = state_dir / "configs" / cached.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.copy2(cached, target)
+    legacy.rename(legacy.with_name(legacy.name + ".migrated"))
+    LOG.warning("ldptel: folded the state of %s into %s", legacy, state_dir)
 
 
 @dataclass(frozen=True)
@@ -179,8 +227,15 @@ class Reporter:
             raise ParameterError("collector_url", "must be an http(s) URL")
         if not isinstance(token, str) or not token:
             raise ParameterError("token", "must be a non-empty string")
-        self.state_dir = Path(state_dir) if state_dir else default_state_dir(collector_url)
-        self._transport = Transport(collector_url, token, timeout=self.settings.timeout)
+        self.state_dir = Path(state_dir) if state_dir else default_state_dir(token)
+        #: An older SDK's state for this URL, folded in when the state is opened.
+        self._legacy = None if state_dir else legacy_state_dir(collector_url)
+        self._clock = ServerClock()
+        self._sync_asked = False  # the sender was woken once to learn the collector's clock
+        self._sync_with: str | None = None  # a campaign whose config GET will set the clock
+        self._transport = Transport(
+            collector_url, token, timeout=self.settings.timeout, on_date=self._clock.observe
+        )
         self._lock = threading.Lock()  # every use of self._conn
         self._conn: sqlite3.Connection | None = None
         self._state_failed_at = -STATE_RETRY_SECONDS
@@ -190,7 +245,7 @@ class Reporter:
             self.state_dir,
             self._transport,
             Connections(self._lock, lambda: self._conn),
-            Campaigns(self._refresh_stale_configs, self._config_refused),
+            Campaigns(self._refresh_stale_configs, self._config_refused, self._settle),
         )
         self._not_spooled: Counter[ReportStatus] = Counter()
         self._lock_counts = threading.Lock()
@@ -219,11 +274,15 @@ class Reporter:
 
     def _open_state(self) -> sqlite3.Connection:
         """(Under the state lock) open the state database, migrating an older one."""
+        if self._legacy is not None:
+            migrate_legacy_state(self._legacy, self.state_dir)
+            self._legacy = None
         conn = statedb.open_state(self.state_dir, SCHEMAS, spool.COLUMNS)
         try:
             with transaction(conn):
                 self._memo_secret = statedb.secret(conn, "memo")
                 ledger.migrate(conn)
+            self._clock.load(conn)
         except BaseException:
             conn.close()
             raise
@@ -275,7 +334,7 @@ class Reporter:
             raise DiskFullError("state_dir", "disk full; reports resume once the spool is sent")
         now = time.time()
         config = active.config
-        window = config.window_of(now)
+        window = self._charged_window(config)
         with self._lock:
             conn = self._live_conn()
             state = self._level_state(active, name, conn)
@@ -388,17 +447,90 @@ class Reporter:
         }
 
     def privacy_spent(self, campaign: str) -> Spent:
-        """Epsilon this client spent on `campaign`: in the current window and for life.
-        Raises LdptelError (the state unreadable: StateError; UnknownCampaignError, ...)."""
+        """Epsilon this client spent on `campaign`: in the current window (the collector's,
+        ldptel.client.clock) and for life. Raises LdptelError (the state unreadable:
+        StateError; UnknownCampaignError, ...)."""
         if not self.settings.enabled:
             return Spent(0, 0.0, 0.0)
         try:
             active = self._campaign(campaign)
-            window = active.config.window_of(time.time()) if active else 0
+            window = self._charged_window(active.config) if active else 0
             with self._lock:
                 return ledger.spent(self._live_conn(), campaign, window)
         except (sqlite3.Error, OSError) as raw:
             raise as_ldptel_error(raw) from raw
+
+    def guarantee(self, campaign: str) -> Guarantee | None:
+        """The longitudinal guarantee this install's reports to `campaign` have, which the
+        ledger enforces (None if the campaign is retired): its `statement`, `holds_for` (any
+        two value histories, or, with memoization "exact_discloses_changes", only histories
+        with the same change pattern) and what it `discloses`. Raises LdptelError."""
+        active = self._campaign(campaign)
+        return None if active is None else ledger.guarantee(active.config)
+
+    # -- windows -------------------------------------------------------------------------------
+    def _margin(self) -> float:
+        return self.settings.timeout + WINDOW_MARGIN_EXTRA
+
+    def _charged_window(self, config: CampaignConfig) -> int:
+        """The collector's window a report made now is charged to: the current one, or the
+        next when the current ends within the margin (it could not be posted in time)."""
+        now = self._clock.now()
+        window = config.window_of(now)
+        if window + config.window_seconds - now <= self._margin():
+            window += config.window_seconds
+        return window
+
+    def _window_rule(self, campaign: str, level: str) -> WindowRule | Literal["refused"] | None:
+        """(Sender, under the state lock) How this campaign's spooled reports may be posted
+        now (ledger.settle); None (held) without a known config, or before the collector's
+        clock is known in this process (ldptel.client.clock); ledger.REFUSED if retired."""
+        if campaign in self._retired:
+            return ledger.REFUSED
+        if not self._clock.synced:
+            return None
+        active = self._active.get(campaign)
+        config = active.config if active is not None else None
+        if config is None:
+            known = configs.load(self.state_dir, campaign)
+            if known is not None and known.status == "retired":
+                return ledger.REFUSED
+            config = known.config if known is not None else None
+        if config is None:
+            return None
+        try:  # a row of a level the campaign's current config no longer has: held
+            epsilon = config.reporting_epsilon(level)
+        except LdptelError:
+            return None
+        if epsilon is None:
+            return None
+        now = self._clock.now()
+        window = config.window_of(now)
+        next_in = window + config.window_seconds - now
+        return WindowRule(
+            window=window,
+            window_seconds=config.window_seconds,
+            postable=next_in > self._margin(),
+            next_window_in=next_in,
+            cost=epsilon,
+            budget=Budget.of(config, epsilon),
+        )
+
+    def _settle(self, conn: sqlite3.Connection, now: float) -> None:
+        """(Sender, under the state lock) Spooled reports go out only in the collector's
+        window they are charged to (ledger.settle); the clock's state is saved with it."""
+        if not self._clock.synced:
+            # Ask the collector (its Date sets the clock) in the next round: at once the first
+            # time, then once a round (sender.MAX_NAP), so an offline sender never loops.
+            first = conn.execute("SELECT campaign FROM spool LIMIT 1").fetchone()
+            if first is not None:
+                self._sync_with = str(first[0])
+                if not self._sync_asked:
+                    self._sync_asked = True
+                    self._sender.wake()
+        with transaction(conn):
+            ledger.settle(conn, now, self._window_rule)
+            self._clock.save(conn)
 
     # -- campaigns ---------------------------------------------------------------------------
     def _campaign(self, name: str) -> _Active | None:
@@ -493,7 +625,13 @@ class Reporter:
             self._sender.wake()
 
     def _refresh_stale_configs(self) -> None:
-        """(Sender thread) revalidate the configs asked for; failures keep the cached one."""
+        """(Sender thread) revalidate the configs asked for; failures keep the cached one.
+        Also, while the collector's clock is unknown in this process and reports wait for it,
+        ask for a config only to read the answer's Date (at close too: it is delivery)."""
+        name = self._sync_with
+        if name is not None and not self._clock.synced:
+            active = self._active.get(name)
+            self._transport.fetch_config(name, active.config.config_id if active else None)
         while self._stale and not self._closed:
             name = self._stale.pop()
             active = self._active.get(name)
@@ -600,9 +738,6 @@ class Reporter:
         self._lock.release()
         self._lock_counts = threading.Lock()
         self._sender.after_fork_child()
-        for active in self._active.values():
-            for state in active.by_level.values():
-                state.randomizer.forget_candidates()
 
 
 def _check_settings(given: dict[str, Any]) -> Settings:

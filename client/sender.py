@@ -64,6 +64,9 @@ class Campaigns:
 
     refresh: Callable[[], None]  # revalidate the configs asked for
     refused: Callable[[str], None]  # a batch of this campaign was refused: re-fetch its config
+    #: (under the state lock, before a batch is formed) make every spooled report postable
+    #: only in the collector's window it is charged to (ledger.settle); `now` is time.time()
+    windows: Callable[[sqlite3.Connection, float], None] = lambda conn, now: None
 
 
 class Sender:
@@ -297,6 +300,7 @@ class Sender:
                 self._pruned_at = now
             if now < self._hold_until:  # backing off: the collector is down or busy
                 return min(MAX_NAP, self._hold_until - now)
+            self._campaigns.windows(conn, now)  # post reports only in their charged window
             # A full disk empties the spool as a flush does, to give its room back.
             force = self.flushing > 0 or self._stopping or self._disk_full
             batch = spool.claim(conn, now, self._batch_limit, settings.max_batch_age, force)

@@ -22,7 +22,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS spool (
   id INTEGER PRIMARY KEY, campaign TEXT NOT NULL, config_id TEXT NOT NULL,
   window_start INTEGER NOT NULL, created REAL NOT NULL, report TEXT NOT NULL, batch INTEGER,
-  level TEXT NOT NULL DEFAULT ''
+  level TEXT NOT NULL DEFAULT '', held INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS spool_batch ON spool (batch) WHERE batch IS NOT NULL;
 CREATE TABLE IF NOT EXISTS batches (
@@ -40,6 +40,9 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 COLUMNS: tuple[Column, ...] = tuple(
     (table, "level", "TEXT NOT NULL DEFAULT ''") for table in ("spool", "batches", "dead_letters")
 )
+#: A report held back by the ledger (charged to a window other than the collector's current
+#: one and without room in it: ldptel.client.ledger.settle) is not batched while held.
+COLUMNS += (("spool", "held", "INTEGER NOT NULL DEFAULT 0"),)
 
 _APPEND = (
     "INSERT INTO spool (campaign, config_id, window_start, created, report, level) "
@@ -109,13 +112,14 @@ def _form_batch(
     """Group the oldest unbatched reports of one (campaign, config, level) into a new batch,
     if it is due: full, old enough, or forced (flush)."""
     first = conn.execute(
-        "SELECT campaign, config_id, level, created FROM spool WHERE batch IS NULL "
+        "SELECT campaign, config_id, level, created FROM spool WHERE batch IS NULL AND NOT held "
         "ORDER BY id LIMIT 1"
     ).fetchone()
     if first is None:
         return None
     campaign, config_id, level, created = first
-    group = "FROM spool WHERE batch IS NULL AND campaign = ? AND config_id = ? AND level = ?"
+    group = "FROM spool WHERE batch IS NULL AND NOT held AND campaign = ? AND config_id = ? "
+    group += "AND level = ?"
     if not force and created + max_age > now:
         (count,) = conn.execute(
             f"SELECT count(*) FROM (SELECT 1 {group} LIMIT ?)",
@@ -284,7 +288,7 @@ def next_due(conn: sqlite3.Connection, max_age: float) -> float | None:
     """When something may next be due: a batch's retry time or the oldest report's age."""
     (retry,) = conn.execute("SELECT min(next_at) FROM batches").fetchone()
     first = conn.execute(
-        "SELECT created FROM spool WHERE batch IS NULL ORDER BY id LIMIT 1"
+        "SELECT created FROM spool WHERE batch IS NULL AND NOT held ORDER BY id LIMIT 1"
     ).fetchone()
     times = [t for t in (retry, None if first is None else first[0] + max_age) if t is not None]
     return min(times) if times else None

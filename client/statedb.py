@@ -159,3 +159,34 @@ def add_counter(conn: sqlite3.Connection, name: str, amount: int) -> None:
 
 def counters(conn: sqlite3.Connection) -> dict[str, int]:
     return {name: int(value) for name, value in conn.execute("SELECT name, value FROM counters")}
+
+
+def fold(conn: sqlite3.Connection, other: Path) -> None:
+    """Add another state database of the same install (a state_dir of an older SDK, at the
+    current schema) into this one: ledger totals add up (epsilon spent stays spent), its
+    RAPPOR clients are kept unless this one has its own, and its unsent reports are spooled
+    here with their batches and idempotency keys (a resend is stored once)."""
+    conn.execute("ATTACH DATABASE ? AS other", (str(other),))
+    try:
+        with transaction(conn):
+            conn.execute(
+                "INSERT INTO ledger_windows SELECT * FROM other.ledger_windows WHERE true "
+                "ON CONFLICT DO UPDATE SET reports = reports + excluded.reports, "
+                "epsilon = epsilon + excluded.epsilon"
+            )
+            conn.execute("INSERT OR IGNORE INTO rappor_clients SELECT * FROM other.rappor_clients")
+            (offset,) = conn.execute("SELECT coalesce(max(id), 0) FROM batches").fetchone()
+            conn.execute(
+                "INSERT INTO batches (id, key, campaign, config_id, attempts, next_at, owner, "
+                "level) SELECT id + ?, key, campaign, config_id, attempts, 0, 0, level "
+                "FROM other.batches",
+                (offset,),
+            )
+            conn.execute(
+                "INSERT INTO spool (campaign, config_id, window_start, created, report, batch, "
+                "level) SELECT campaign, config_id, window_start, created, report, batch + ?, "
+                "level FROM other.spool ORDER BY id",
+                (offset,),
+            )
+    finally:
+        conn.execute("DETACH DATABASE other")

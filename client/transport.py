@@ -11,10 +11,13 @@ import gzip
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import requests
+
+from ldptel.client.clock import parse_date
 
 #: Statuses worth retrying besides 5xx: request timeout, too many requests.
 RETRYABLE_4XX = frozenset({408, 429})
@@ -80,9 +83,18 @@ def _reason(response: requests.Response) -> str:
 class Transport:
     """One requests.Session to the collector (re-created after a fork)."""
 
-    def __init__(self, collector_url: str, token: str, *, timeout: float) -> None:
+    def __init__(
+        self,
+        collector_url: str,
+        token: str,
+        *,
+        timeout: float,
+        on_date: Callable[[float | None], None] = lambda date: None,
+    ) -> None:
         self.url = collector_url.rstrip("/")
         self.timeout = timeout
+        #: Called with every answer's Date header (ldptel.client.clock: the ledger's windows).
+        self.on_date = on_date
         self._headers = {"Authorization": f"Bearer {token}", "User-Agent": "ldptel-client"}
         self.session = requests.Session()
 
@@ -116,6 +128,7 @@ class Transport:
             )
         except requests.RequestException as error:
             return Outcome("retry", None, f"network: {type(error).__name__}")
+        self.on_date(parse_date(response.headers.get("Date")))
         return self._classify(response, len(reports))
 
     def _classify(self, response: requests.Response, sent: int) -> Outcome:
@@ -148,6 +161,7 @@ class Transport:
             )
         except requests.RequestException as error:
             return ConfigAnswer(None, reason=f"network: {type(error).__name__}")
+        self.on_date(parse_date(response.headers.get("Date")))
         if response.status_code != 200:
             return ConfigAnswer(response.status_code, reason=_reason(response))
         try:

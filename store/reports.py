@@ -23,7 +23,7 @@ def iso(timestamp: float) -> str:
 def parse_window(text: str) -> int:
     """A window start from unix seconds or an ISO date / date-time (UTC if no zone)."""
     text = text.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # not "²": str.isdigit takes it, int() does not
         seconds = int(text)
     else:
         try:

@@ -195,8 +195,27 @@ def test_a_rappor_report_states_both_guarantees_of_its_actual_parameters(
     assert privacy["rappor"]["f"] == 0.5 and privacy["rappor"]["k"] == 16
     words = " ".join(privacy_sentences(report))
     assert "RAPPOR (k=16, h=2, m=64, f=0.5, p=0.5, q=0.75)" in words
-    assert f"epsilon = {4 * math.log(3):.3g} (the permanent bound)" in words
+    assert f"permanent bound {4 * math.log(3):.3g} for the reports of one value" in words
     json.dumps(report)
+
+
+def test_a_report_states_the_longitudinal_guarantee_per_window_and_for_life(
+    redis_client: Any,
+) -> None:
+    config = aggregated(redis_client, 500, reports_per_window=2, lifetime_epsilon=6.0)
+    (report,) = build_window(redis_client, Registry(redis_client), config.name, WINDOW)["reports"]
+    longitudinal = report["privacy"]["longitudinal"]
+    assert longitudinal["holds_for"] == "any two value histories"
+    assert longitudinal["window_epsilon"] == pytest.approx(2 * config.epsilon)
+    assert longitudinal["lifetime_epsilon"] == 6.0 and longitudinal["discloses"] == ""
+    words = " ".join(privacy_sentences(report))
+    assert "Over a user's whole history: Per install, between any two value histories" in words
+    exact = aggregated(redis_client, 500, name="memo", memoization="exact_discloses_changes")
+    (report,) = build_window(redis_client, Registry(redis_client), exact.name, WINDOW)["reports"]
+    assert "the change pattern" in report["privacy"]["longitudinal"]["discloses"]
+    assert "change pattern (which reports carry the same value) is disclosed" in " ".join(
+        privacy_sentences(report)
+    )
 
 
 def test_other_oracles_have_no_permanent_bound(redis_client: Any) -> None:

@@ -127,8 +127,10 @@ class LiveCollector:
             self.server = None
 
     def campaign(self, name: str = "colors", **changes: Any) -> CampaignConfig:
-        """Create (or update) a campaign; returns its config."""
-        data = campaign_config(name, **changes)
+        """Create (or update) a campaign; returns its config. Every report is charged under
+        the default memoization, so campaigns get a lifetime budget that delivery tests do
+        not reach, unless they set one."""
+        data = campaign_config(name, **{"lifetime_epsilon": 1e6, **changes})
         config_id = self.api.create_campaign(data)
         config = CampaignConfig.from_dict(data).as_created()  # as the collector stores it
         assert config.config_id == config_id

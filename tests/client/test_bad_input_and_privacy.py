@@ -48,13 +48,16 @@ def test_out_of_domain_values_map_to_the_declared_other_bucket(
     collector, redis_client, open_reporter
 ):
     config = collector.campaign(
-        domain=["red", "green", "other"], other_label="other", reports_per_window=10
+        domain=["red", "green", "other"],
+        other_label="other",
+        reports_per_window=10,
+        memoization="exact_discloses_changes",
     )
     reporter = open_reporter()
     assert reporter.report("colors", "purple") and reporter.report("colors", "other")
     assert reporter.flush(timeout=20)
     first, second = stored_reports(redis_client, config)
-    assert first == second  # "purple" was reported as the memoized "other"
+    assert first == second  # "purple" was reported as the memoized "other" (exact resend)
     assert reporter.privacy_spent("colors").lifetime_epsilon == pytest.approx(1.0)
 
 

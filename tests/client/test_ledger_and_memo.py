@@ -1,5 +1,6 @@
 """The privacy ledger refuses reports over the window's and the lifetime's budget (and says
-which), memoized values cost nothing new, and ledger and memo survive a restart."""
+which), charges every fresh report (the default), charges memoized values once only under the
+opt-in exact memoization, and ledger and memo survive a restart."""
 
 from __future__ import annotations
 
@@ -39,10 +40,30 @@ def test_by_default_a_spent_budget_is_a_status_and_a_log_line(collector, open_re
     assert "window_reports" in caplog.text and "green" not in caplog.text
 
 
-def test_lifetime_budget_counts_distinct_values_and_survives_restart(
+def test_lifetime_budget_charges_every_report_and_survives_restart(
     collector, open_reporter, state_dir
 ):
     collector.campaign(reports_per_window=100, lifetime_epsilon=2.5)
+    reporter = open_reporter()
+    reporter.report("colors", "red")
+    reporter.report("colors", "red")  # the same value again: a fresh randomization, charged
+    assert reporter.privacy_spent("colors").lifetime_epsilon == pytest.approx(2.0)
+    with pytest.raises(BudgetExhaustedError) as refused:
+        reporter.report("colors", "red")  # a third would reach 3 > 2.5, whatever the value
+    assert refused.value.field == "lifetime_epsilon"
+    reporter.close(timeout=0)
+    again = open_reporter()
+    with pytest.raises(BudgetExhaustedError):
+        again.report("colors", "green")
+    assert again.privacy_spent("colors").lifetime_epsilon == pytest.approx(2.0)
+
+
+def test_exact_memoization_counts_distinct_values_and_survives_restart(
+    collector, open_reporter, state_dir
+):
+    collector.campaign(
+        reports_per_window=100, lifetime_epsilon=2.5, memoization="exact_discloses_changes"
+    )
     reporter = open_reporter()
     for _ in range(5):  # a memoized value: one epsilon, however often it is reported
         reporter.report("colors", "red")
@@ -82,7 +103,8 @@ def test_window_epsilon_is_enforced_across_configs(tmp_path):
 
 
 def olh_config(**changes):
-    return {"oracle": "olh", "domain": LABELS, "reports_per_window": 100, **changes}
+    exact = {"memoization": "exact_discloses_changes"}
+    return {"oracle": "olh", "domain": LABELS, "reports_per_window": 100, **exact, **changes}
 
 
 def test_memoized_report_is_resent_identically_after_restart(collector, open_reporter):
@@ -106,7 +128,13 @@ def test_memoized_report_is_resent_identically_after_restart(collector, open_rep
 
 def test_rappor_keeps_cohort_and_secret_and_charges_up_to_the_permanent_bound(tmp_path):
     config = CampaignConfig.from_dict(
-        {"name": "r", "oracle": "rappor", "epsilon": 1.0743, "domain": LABELS}
+        {
+            "name": "r",
+            "oracle": "rappor",
+            "epsilon": 1.0743,
+            "domain": LABELS,
+            "memoization": "exact_discloses_changes",
+        }
     )
     conn = open_state(tmp_path, (memo.SCHEMA, spool.SCHEMA))
     randomizer = Randomizer(config, conn, b"k" * 32)
@@ -131,7 +159,13 @@ def test_rappor_keeps_cohort_and_secret_and_charges_up_to_the_permanent_bound(tm
 
 def test_memo_cost_rule_for_resent_reports(tmp_path):
     config = CampaignConfig.from_dict(
-        {"name": "d", "oracle": "de", "epsilon": 1.0, "domain": LABELS}
+        {
+            "name": "d",
+            "oracle": "de",
+            "epsilon": 1.0,
+            "domain": LABELS,
+            "memoization": "exact_discloses_changes",
+        }
     )
     conn = open_state(tmp_path, (memo.SCHEMA,))
     randomizer = Randomizer(config, conn, b"k" * 32)
@@ -143,14 +177,27 @@ def test_memo_cost_rule_for_resent_reports(tmp_path):
         draws.append((report, cost))
     assert [cost for _, cost in draws] == pytest.approx([1.0, 0.0, 0.0])
     assert len({report for report, _ in draws}) == 1
-    # A fresh process (no in-memory cache; its own candidates) finds the same memo on disk,
-    # and it costs nothing more.
+    # A fresh process (no in-memory cache) finds the same memo on disk, and it costs
+    # nothing more.
     again = Randomizer(config, conn, b"k" * 32)
     with transaction(conn):
         assert again.spend(conn, 5) == (draws[0][0], 0.0)
-    again.forget_candidates()  # as after a fork: read, not inserted
-    with transaction(conn):
-        assert again.spend(conn, 5) == (draws[0][0], 0.0)
+
+
+def test_default_mode_draws_every_report_afresh_and_charges_it(tmp_path):
+    config = CampaignConfig.from_dict(
+        {"name": "d", "oracle": "de", "epsilon": 1.0, "domain": LABELS}
+    )
+    conn = open_state(tmp_path, (memo.SCHEMA,))
+    randomizer = Randomizer(config, conn, b"k" * 32)
+    draws = []
+    for _ in range(40):
+        with transaction(conn):
+            draws.append(randomizer.spend(conn, 5))
+    assert [cost for _, cost in draws] == pytest.approx([1.0] * 40)
+    # P[y = 5] = e/(e + 15) ~ 0.15 per draw: 40 equal draws would have probability ~1e-33.
+    assert len({report for report, _ in draws}) > 1
+    assert conn.execute("SELECT count(*) FROM memo").fetchone() == (0,)  # nothing stored
 
 
 def test_the_sender_prunes_past_windows_but_keeps_the_lifetime_total(
@@ -186,3 +233,16 @@ def test_lifetime_totals_of_an_older_state_dir_are_kept(collector, open_reporter
     assert refused.value.field == "lifetime_epsilon"
     tables = {name for (name,) in reporter._conn.execute("SELECT name FROM sqlite_master")}
     assert "ledger_lifetime" not in tables
+
+
+def test_the_reporter_states_the_guarantee_its_ledger_enforces(collector, open_reporter):
+    collector.campaign(reports_per_window=2, lifetime_epsilon=5.0)
+    collector.campaign("memoized", memoization="exact_discloses_changes")
+    reporter = open_reporter()
+    sound = reporter.guarantee("colors")
+    assert sound.holds_for == ledger.ANY_HISTORIES and sound.discloses == ""
+    assert (sound.window_epsilon, sound.lifetime_epsilon) == (2.0, 5.0)
+    assert "between any two value histories" in sound.statement
+    exact = reporter.guarantee("memoized")
+    assert exact.holds_for == ledger.SAME_PATTERN
+    assert "exact_discloses_changes: the change pattern" in exact.statement

@@ -153,7 +153,7 @@ def test_under_threshold_a_level_below_t_skips_without_perturbing(
 
 
 def test_memo_is_per_level_and_a_new_level_is_charged(collector, open_reporter, state_dir):
-    leveled(collector)
+    leveled(collector, memoization="exact_discloses_changes")
     reporter = open_reporter(level="medium")
     reporter.report("leveled", "item-5")
     reporter.report("leveled", "item-5")
@@ -237,7 +237,9 @@ CREATE TABLE dead_letters (
 def test_a_state_dir_from_before_levels_is_migrated_and_delivered(
     collector, redis_client, open_reporter, state_dir
 ):
-    plain = collector.campaign("plain", reports_per_window=10)
+    plain = collector.campaign(
+        "plain", reports_per_window=10, memoization="exact_discloses_changes"
+    )
     leveled(collector)
     old = open_state(state_dir, (SPOOL_BEFORE_LEVELS, memo.SCHEMA, ledger.SCHEMA))
     secret = b"s" * 32
