@@ -115,8 +115,8 @@ def _concatenate(batches: list[ReportBatch]) -> ReportBatch:
 
 
 def _chunks(oracle: FrequencyOracle, batches: list[ReportBatch]) -> Iterator[ReportBatch]:
-    """Merge batches into chunks of about CELL_BUDGET / support_size reports."""
-    limit = max(1, CELL_BUDGET // oracle.support_size)
+    """Merge batches into chunks of about CELL_BUDGET / support_work reports."""
+    limit = max(1, CELL_BUDGET // oracle.support_work)
     chunk: list[ReportBatch] = []
     rows = 0
     for batch in batches:

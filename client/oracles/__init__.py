@@ -12,7 +12,9 @@ from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.auto import AUTO_ORACLE
 from ldptel.client.oracles.base import FrequencyOracle, PureOracle, ReportBatch, WireReport
 from ldptel.client.oracles.blh import BinaryLocalHashing
+from ldptel.client.oracles.cms import CountMeanSketch
 from ldptel.client.oracles.de import DirectEncoding
+from ldptel.client.oracles.hcms import HadamardCountMeanSketch
 from ldptel.client.oracles.hr import HadamardResponse
 from ldptel.client.oracles.olh import OptimizedLocalHashing
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
@@ -34,6 +36,8 @@ ORACLES: dict[str, type[FrequencyOracle]] = {
     "rappor": Rappor,
     "ss": SubsetSelection,
     "hr": HadamardResponse,
+    "cms": CountMeanSketch,
+    "hcms": HadamardCountMeanSketch,
     "auto": AUTO_ORACLE,
 }
 

@@ -212,6 +212,12 @@ class FrequencyOracle(ABC):
         """Length of the support vector."""
         return self.domain_size
 
+    @property
+    def support_work(self) -> int:
+        """Cells `support` touches per report, by which the aggregator sizes its chunks: the
+        whole support vector unless an oracle says less (a sketch touches one row)."""
+        return self.support_size
+
     @abstractmethod
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         """Per item, how many reports support it. Support vectors of batches add."""

@@ -37,18 +37,19 @@ def parity(x: NDArray[np.int64]) -> NDArray[np.int64]:
 
 
 def fwht(values: NDArray[Any]) -> NDArray[np.int64]:
-    """Fast Walsh–Hadamard transform (Sylvester order): out[r] = sum_y (-1)^popcount(r&y) v[y].
+    """Fast Walsh–Hadamard transform (Sylvester order): out[r] = sum_y (-1)^popcount(r&y) v[y],
+    along the last axis (a power of two long; each row of a 2-D array on its own).
 
     log2(K) vectorized butterfly stages, O(K log K); exact in int64.
     """
     out = np.asarray(values, dtype=np.int64).copy()
-    size = out.size
+    shape, size = out.shape, out.shape[-1]
     half = 1
     while half < size:
         pairs = out.reshape(-1, 2, half)
         out = np.stack((pairs[:, 0] + pairs[:, 1], pairs[:, 0] - pairs[:, 1]), axis=1)
         half *= 2
-    return out.reshape(size)
+    return out.reshape(shape)
 
 
 class HadamardResponse(PureOracle):

@@ -168,7 +168,7 @@ def test_windows_parse_from_seconds_dates_and_times() -> None:
     assert parse_window("1700006400") == WINDOW
     assert parse_window("2023-11-15") == WINDOW
     assert parse_window("2023-11-15T00:00:00Z") == WINDOW
-    for bad in ("yesterday", "99999999999999999", "0001-01-01", "-5"):
+    for bad in ("yesterday", "99999999999999999", "0001-01-01", "-5", "³", "１２"):
         with pytest.raises(ParameterError, match="window"):
             parse_window(bad)
 

@@ -150,6 +150,18 @@ def miscalibrated(
     return wrong
 
 
+def without_fv_term(oracle: FrequencyOracle) -> FrequencyOracle:
+    """A copy of `oracle` whose variance ignores the frequencies (f_v = 0 for every item)."""
+    base: Any = type(oracle)
+    wrong = copy.copy(oracle)
+    wrong.__class__ = type(
+        f"NoFv{base.__name__}",
+        (base,),
+        {"variance": lambda self, n, frequencies=None: base.variance(self, n, None)},
+    )
+    return wrong
+
+
 def event_z(
     oracle: FrequencyOracle, value: int, other: int, samples: int, seed: Seed
 ) -> NDArray[np.float64]:

@@ -150,3 +150,12 @@ def test_a_stored_choice_must_match_its_oracle() -> None:
     stored["oracle"] = "de" if stored["oracle"] != "de" else "oue"
     with pytest.raises(ParameterError, match=r"^oracle_choice: "):
         CampaignConfig.from_dict(stored)
+
+
+def test_the_sketches_are_not_chosen_while_their_state_is_k_m_cells() -> None:
+    # A CMS window state has k m = 2^20 cells at the defaults; auto would otherwise pick CMS
+    # at a small epsilon and a large domain (within the near tie, cheapest per report).
+    for d, epsilon in [(64, 1.0), (4096, 0.3), (10**5, 0.1), (10**5, 4.0)]:
+        choice = choose_oracle(d, epsilon)
+        assert choice["oracle"] not in {"cms", "hcms"}
+        assert {row["oracle"] for row in choice["candidates"]}.isdisjoint({"cms", "hcms"})
