@@ -154,6 +154,10 @@ class SampleOracle(FrequencyOracle):
     def support_size(self) -> int:
         return self.inner.support_size
 
+    @property
+    def support_work(self) -> int:
+        return self.inner.support_work
+
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         return self.inner.support(batch)
 
