@@ -1,5 +1,5 @@
 """Collector ingestion end to end: reports/s accepted over HTTP (auth + JSON + oracle
-validation + one Lua XADD round trip) by `ldptel collector serve` (gunicorn gthread), for
+validation + one Lua XADD round trip) by `ldptel collector serve` (gunicorn, gevent), for
 single-report requests and batches of 100 and 1000, beside the raw redis-py pipelined
 per-report XADD ceiling measured on the same redis-server in the same run.
 
@@ -177,7 +177,6 @@ def main() -> None:
     parser.add_argument("--oracle", default="oue")
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--server-threads", type=int, default=8, help="threads per worker")
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--client-threads", type=int, default=8)
     parser.add_argument("--raw-n", type=int, default=200_000)
@@ -199,7 +198,7 @@ def main() -> None:
         collector = subprocess.Popen(
             [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
              "--redis-url", server.url, "--workers", str(args.workers),
-             "--threads", str(args.server_threads), "--rate-limit", "0"],
+             "--rate-limit", "0"],
             env=env, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:

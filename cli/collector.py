@@ -1,6 +1,7 @@
 """`ldptel collector`: run the collector, and manage ingest tokens and campaigns.
 
-    ldptel collector serve [--host H] [--port P] [--redis-url URL] [--workers N] [--threads N]
+    ldptel collector serve [--host H] [--port P] [--redis-url URL] [--workers N] [--connections N]
+        [--body-timeout SECONDS]
     ldptel collector token create APP        (prints the token once)
     ldptel collector token revoke TOKEN
     ldptel collector campaign create FILE    (a config JSON file)
@@ -38,7 +39,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "./.ldptel/redis)",
     )
     serve.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    serve.add_argument("--threads", type=int, default=8, help="threads per worker (default 8)")
+    serve.add_argument(
+        "--connections",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="open connections per worker, slow and idle ones included (default 1000)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a request body not received in full within this time gets 408 (default 10)",
+    )
     serve.add_argument(
         "--admin-token",
         default=os.environ.get("LDPTEL_ADMIN_TOKEN"),
@@ -96,10 +110,13 @@ def _serve(args: argparse.Namespace) -> int:
         admin_token = secrets.token_urlsafe(24)
         print(f"ldptel collector: admin token for this run: {admin_token}", file=sys.stderr)
     config = CollectorConfig(
-        admin_token=admin_token, analyst_token=args.analyst_token, rate_limit=args.rate_limit
+        admin_token=admin_token,
+        analyst_token=args.analyst_token,
+        rate_limit=args.rate_limit,
+        body_timeout_seconds=args.body_timeout,
     ).checked()
     options = ServeOptions(
-        host=args.host, port=args.port, workers=args.workers, threads=args.threads
+        host=args.host, port=args.port, workers=args.workers, connections=args.connections
     )
     return serve(config, options, redis_url=args.redis_url)
 

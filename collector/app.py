@@ -19,13 +19,22 @@ from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 from werkzeug.exceptions import HTTPException
 
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import LdptelError
 from ldptel.collector import metrics
 from ldptel.collector.auth import IngestAuth, RateLimit, check_admin, create_token
-from ldptel.collector.body import check_headers, gunzip_capped, parse_json, read_capped
+from ldptel.collector.body import (
+    check_headers,
+    gunzip_capped,
+    lone_surrogate,
+    named_campaign,
+    parse_json,
+    read_capped,
+    too_large,
+    unnamed_batch,
+)
 from ldptel.collector.errors import ApiError, bad_request, unavailable
-from ldptel.collector.ingest import Ingestor, check_idempotency_key, parse_batch
+from ldptel.collector.ingest import Batch, Ingestor, check_idempotency_key, parse_batch
 from ldptel.collector.reports_api import register_reports_api
 from ldptel.collector.settings import CollectorConfig, as_config
 from ldptel.store.connection import connect as redis_connect
@@ -78,16 +87,42 @@ class Collector:
             self.config.max_body_bytes,
         )
 
-    def json_body(self, encoding: str | None = None) -> object:
-        """The request's JSON body, checked against the caps before and while reading
-        (`encoding`: what `check_body_headers` returned, if it was called already)."""
+    def json_body(self) -> object:
+        """The request's JSON body (an admin request), checked against the caps before and
+        while reading."""
         req = request._get_current_object()  # type: ignore[attr-defined]
-        if encoding is None:
-            encoding = self.check_body_headers(req)
+        encoding = self.check_body_headers(req)
         data = read_capped(req.stream, self.config.max_body_bytes)
         if encoding == "gzip":
             data = gunzip_capped(data, self.config.max_body_bytes)
         return parse_json(data)
+
+    def batch_body(self, encoding: str) -> Batch:
+        """The request's batch, its text capped by what a valid batch of the campaign it
+        names can be (Ingestor.text_limit) before any JSON object is built."""
+        req = request._get_current_object()  # type: ignore[attr-defined]
+        max_reports = self.config.max_reports_per_batch
+        data = read_capped(req.stream, self.config.max_body_bytes)
+        if encoding == "gzip":
+            data = gunzip_capped(data, self.config.max_body_bytes, self._head_limit)
+        name = named_campaign(data)
+        if name is None:  # a bad batch: say why (parsed if small, else untouched)
+            raise unnamed_batch(data, max_reports)
+        limit = self.ingestor.text_limit(name, max_reports)
+        if len(data) > limit:
+            raise too_large(limit)
+        batch = parse_batch(parse_json(data), max_reports)
+        if batch.campaign != name:
+            raise bad_request("campaign", "must appear once, as a plain string")
+        return batch
+
+    def _head_limit(self, head: bytes) -> int:
+        """The inflation cap once the first inflated bytes are known (gunzip_capped)."""
+        name = named_campaign(head)
+        max_reports = self.config.max_reports_per_batch
+        if name is None:  # named further on: until then, the largest valid batch of any campaign
+            return self.ingestor.largest_text_limit(max_reports)
+        return self.ingestor.text_limit(name, max_reports)
 
 
 def _collector() -> Collector:
@@ -113,6 +148,10 @@ def create_app(config: CollectorConfig | Mapping[str, Any] | None = None) -> Fla
     settings = as_config(config)
     # instance_path given: Flask cannot locate it through the editable install's finder.
     app = Flask(__name__, instance_path=str(Path(__file__).parent))
+    # No 308 redirects (werkzeug answers them with HTML, outside the error handlers): a path
+    # with a doubled or trailing slash is simply not found.
+    app.url_map.merge_slashes = False
+    app.url_map.strict_slashes = False
     app.extensions[EXTENSION] = Collector(settings)
     _configure_logging()
     _register_hooks(app)
@@ -219,6 +258,7 @@ def _register_campaigns(app: Flask) -> None:
         collector = _collector()
         check_admin(request.headers.get("Authorization"), collector.config.admin_token)
         data = collector.json_body()
+        check_campaign_text(data)
         try:
             config = CampaignConfig.from_dict(data)
         except LdptelError as error:
@@ -277,6 +317,17 @@ def _register_campaigns(app: Flask) -> None:
         return jsonify(app=data["app"], token=token), 201
 
 
+def check_campaign_text(data: object) -> None:
+    """What the config parser lets through: a name with a trailing newline (its pattern ends
+    in `$`), and lone surrogates, which no Redis key or UTF-8 text can hold."""
+    where = lone_surrogate(data)
+    if where is not None:
+        raise bad_request(where, "holds a lone UTF-16 surrogate (not valid Unicode)")
+    name = data.get("name") if isinstance(data, dict) else None
+    if isinstance(name, str) and not NAME_PATTERN.fullmatch(name):
+        raise bad_request("name", "must match [a-z0-9][a-z0-9_-]{0,63}")
+
+
 def _etag_matches(header: str, config_id: str) -> bool:
     """If-None-Match: `*` or a list of (possibly weak) entity tags."""
     tags = [tag.strip().removeprefix("W/").strip('"') for tag in header.split(",")]
@@ -294,7 +345,7 @@ def _register_reports(app: Flask) -> None:
         encoding = collector.check_body_headers(req)
         key = check_idempotency_key(headers.get("Idempotency-Key"))
         caller = collector.auth.caller(headers.get("Authorization"))
-        batch = parse_batch(collector.json_body(encoding), collector.config.max_reports_per_batch)
+        batch = collector.batch_body(encoding)
         log.update(campaign=batch.campaign, reports=len(batch.reports))
         try:
             stored = collector.ingestor.store(batch, key, caller.token_hash)

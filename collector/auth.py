@@ -17,7 +17,7 @@ from ldptel.client.campaign import NAME_PATTERN
 from ldptel.collector.errors import ApiError
 from ldptel.store import keys
 
-TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,256}$")
+TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_-]{16,256}")  # fullmatch: `$` passes "...\n"
 
 #: Cap on cached tokens per process; past it, expired entries are dropped (only tokens found
 #: in Redis are cached, so the cache cannot be flooded with made-up ones).
@@ -31,7 +31,7 @@ def token_hash(token: str) -> str:
 
 def create_token(redis: Any, app: str) -> str:
     """Create an ingest token for `app`; returns the token (shown once, stored hashed)."""
-    if not NAME_PATTERN.match(app):
+    if not NAME_PATTERN.fullmatch(app):
         raise ApiError(400, "app", "must match [a-z0-9][a-z0-9_-]{0,63}", code="invalid")
     token = "ldp_" + secrets.token_urlsafe(32)
     digest = token_hash(token)
@@ -58,7 +58,7 @@ def bearer_token(authorization: str | None) -> str:
         )
     if scheme.lower() != "bearer" or not token.strip():
         reason = "must be 'Bearer <token>'"
-    elif not TOKEN_PATTERN.match(token.strip()):
+    elif not TOKEN_PATTERN.fullmatch(token.strip()):
         reason = "invalid token"  # not one we could have issued; no need to ask Redis
     else:
         return token.strip()

@@ -9,11 +9,14 @@ packed reports, privacy level). Its stream id is not Redis's arrival-time id but
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import xxhash
 
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
@@ -25,18 +28,28 @@ from ldptel.store import codec, keys
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
 
-IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-CONFIG_ID = re.compile(r"^[0-9a-f]{16}$")
-LEVEL = re.compile(r"^[a-z0-9_-]{0,32}$")
+# Matched with fullmatch: `$` would also match before a trailing newline.
+IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
+CONFIG_ID = re.compile(r"[0-9a-f]{16}")
+LEVEL = re.compile(r"[a-z0-9_-]{0,32}")
 NO_RATE_LIMIT = RateLimit(0, 1)
 BATCH_FIELDS = frozenset({"campaign", "config_id", "reports", "level"})
+#: Bytes of a batch's JSON text besides its reports: keys, campaign name (<= 64), config id,
+#: level (<= 32), brackets and whitespace.
+ENVELOPE_BYTES = 1024
+#: Whitespace allowed around one report and each of its fields (pretty-printed JSON).
+REPORT_SLACK_BYTES = 32
+FIELD_SLACK_BYTES = 16
 
 # KEYS[1] idempotency mark, KEYS[2] stream, KEYS[3] the token's rate counter, KEYS[4] the
 # aggregator's checkpoint: all in the {campaign:shard} slot, so one round trip counts,
 # deduplicates and stores (Redis Cluster-safe).
 # ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 rate limit of this shard
-# (0 = none), 5 counter expiry (s), 6... the entry's field/value pairs (ldptel.store.codec).
-# Returns {0, n} stored, {1, n} a duplicate of a stored batch, {2, count} over the rate limit.
+# (0 = none), 5 counter expiry (s), 6 the batch's digest, 7... the entry's field/value pairs
+# (ldptel.store.codec).
+# Returns {0, n} stored, {1, n} a duplicate of a stored batch, {2, count} over the rate limit,
+# {3, n} the key already marks a different batch (its digest differs).
+# The mark is "<n>:<digest>"; a mark of an older collector ("<n>", no digest) matches any batch.
 # Every request that reaches the script counts against the limit, retries included.
 # The entry id is <window start ms>-0, or, when the stream's last id is already at or past
 # that millisecond (earlier entries of this window, or a worker with a clock ahead),
@@ -53,7 +66,13 @@ if tonumber(ARGV[4]) > 0 then
   if count > tonumber(ARGV[4]) then return {2, count} end
 end
 local seen = redis.call('GET', KEYS[1])
-if seen then return {1, seen} end
+if seen then
+  local colon = string.find(seen, ':', 1, true)
+  if not colon then return {1, seen} end
+  local n = string.sub(seen, 1, colon - 1)
+  if string.sub(seen, colon + 1) ~= ARGV[6] then return {3, n} end
+  return {1, n}
+end
 local function split(stream_id)
   local dash = string.find(stream_id, '-', 1, true)
   return tonumber(string.sub(stream_id, 1, dash - 1)), tonumber(string.sub(stream_id, dash + 1))
@@ -79,8 +98,8 @@ if tonumber(ARGV[3]) > last_ms then
 else
   id = string.format('%d-%d', last_ms, last_seq + 1)
 end
-redis.call('XADD', KEYS[2], id, unpack(ARGV, 6))
-redis.call('SET', KEYS[1], ARGV[1], 'EXAT', ARGV[2])
+redis.call('XADD', KEYS[2], id, unpack(ARGV, 7))
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[6], 'EXAT', ARGV[2])
 return {0, ARGV[1]}
 """
 
@@ -94,7 +113,7 @@ def shard_of(idempotency_key: str, shards: int) -> int:
 def check_idempotency_key(value: str | None) -> str:
     if value is None:
         raise bad_request("Idempotency-Key", "header is required (a random key per batch)")
-    if not IDEMPOTENCY_KEY.match(value):
+    if not IDEMPOTENCY_KEY.fullmatch(value):
         raise bad_request("Idempotency-Key", "must be 1-128 characters of [A-Za-z0-9_-]")
     return value
 
@@ -117,10 +136,10 @@ def parse_batch(data: object, max_reports: int) -> Batch:
     if unknown:
         raise bad_request(unknown[0], "unknown field")
     campaign = data.get("campaign")
-    if not isinstance(campaign, str) or not NAME_PATTERN.match(campaign):
+    if not isinstance(campaign, str) or not NAME_PATTERN.fullmatch(campaign):
         raise bad_request("campaign", "must be a campaign name ([a-z0-9][a-z0-9_-]{0,63})")
     config_id = data.get("config_id")
-    if not isinstance(config_id, str) or not CONFIG_ID.match(config_id):
+    if not isinstance(config_id, str) or not CONFIG_ID.fullmatch(config_id):
         raise bad_request("config_id", "must be 16 lowercase hex digits")
     reports = data.get("reports")
     if not isinstance(reports, list):
@@ -132,7 +151,7 @@ def parse_batch(data: object, max_reports: int) -> Batch:
             413, "reports", f"at most {max_reports} reports per batch", code="too_many_reports"
         )
     level = data.get("level", "")
-    if not isinstance(level, str) or not LEVEL.match(level):
+    if not isinstance(level, str) or not LEVEL.fullmatch(level):
         raise bad_request("level", "must be a privacy level name")
     return Batch(campaign, config_id, reports, level)
 
@@ -160,6 +179,47 @@ def level_oracle(registry: Registry, config: CampaignConfig, level: str) -> Freq
 
 
 @dataclass(frozen=True)
+class ReportForm:
+    """What a valid wire report of one oracle looks like: its keys, and the length of its
+    longest compact JSON text (every field at its widest value)."""
+
+    keys: frozenset[str]
+    max_chars: int
+
+    @classmethod
+    def of(cls, oracle: FrequencyOracle) -> ReportForm:
+        widest = {}
+        for f in oracle.fields:
+            dtype = np.dtype(f.dtype)
+            top = np.iinfo(dtype).max if dtype.kind in "iu" else np.finfo(dtype).min
+            widest[f.name] = np.full(f.shape(1), top, dtype=dtype)
+        report = oracle.encode(widest)[0]
+        return cls(frozenset(report), len(json.dumps(report, separators=(",", ":"))))
+
+    def text_bytes(self, max_reports: int) -> int:
+        """The most bytes `max_reports` such reports take in a batch's JSON text, whitespace
+        of pretty-printing included."""
+        per_report = self.max_chars + 1 + REPORT_SLACK_BYTES + FIELD_SLACK_BYTES * len(self.keys)
+        return max_reports * per_report
+
+    def check(self, reports: list[Any]) -> None:
+        """Unknown fields inside a report are refused like unknown batch fields (400)."""
+        for i, report in enumerate(reports):
+            if isinstance(report, dict) and not report.keys() <= self.keys:
+                unknown = sorted(report.keys() - self.keys)[0]
+                raise bad_request(f"reports[{i}].{unknown}", "unknown field", "invalid_report")
+
+
+def batch_digest(entry: codec.StreamEntry) -> str:
+    """What an idempotency key is bound to: the batch's config, level and validated reports
+    (not its bytes, which differ with JSON formatting and gzip headers between retries)."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{entry.config_id}:{entry.level}:{entry.n}:".encode())
+    digest.update(entry.packed)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
 class Stored:
     accepted: int
     duplicate: bool
@@ -180,6 +240,51 @@ class Ingestor:
         self.idempotency_seconds = idempotency_seconds
         self.rate_limit = rate_limit
         self._ingest = redis.register_script(_INGEST)
+        self._forms: dict[tuple[str, str], ReportForm] = {}
+        self._largest: tuple[float, int] = (0.0, 0)
+
+    def report_form(self, config_id: str, level: str, oracle: FrequencyOracle) -> ReportForm:
+        """The report form of a config at a level (configs are immutable: cached for good)."""
+        key = (config_id, level)
+        if key not in self._forms:
+            self._forms[key] = ReportForm.of(oracle)
+        return self._forms[key]
+
+    def largest_text_limit(self, max_reports: int, cache_seconds: float = 1.0) -> int:
+        """The largest `text_limit` of any campaign that takes batches: the cap of a batch
+        text until the campaign it names is known (recomputed at most every
+        `cache_seconds`)."""
+        now = time.monotonic()
+        expires, largest = self._largest
+        if now >= expires:
+            largest = ENVELOPE_BYTES
+            for name in self.registry.names():
+                try:
+                    largest = max(largest, self.text_limit(name, max_reports))
+                except ApiError:  # retired, or a registry entry without its config
+                    continue
+            self._largest = (now + cache_seconds, largest)
+        return largest
+
+    def text_limit(self, name: str, max_reports: int) -> int:
+        """The most bytes a valid batch of campaign `name` can take as JSON text: its widest
+        report at any of its levels, `max_reports` times, plus the envelope. 404/409 for a
+        campaign that takes no batch."""
+        campaign = self.registry.campaign(name)
+        if campaign is None:
+            raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
+        if campaign.retired:
+            raise ApiError(409, "campaign", "retired campaign", code="retired_campaign")
+        config = self.registry.config(campaign.config_id)
+        if config is None:
+            raise ApiError(409, "config_id", "unknown config", code="unknown_config")
+        widest = 0
+        for level in sorted(config.levels) or [""]:
+            oracle = self.registry.oracle(config.config_id, level)
+            if oracle is not None:
+                form = self.report_form(config.config_id, level, oracle)
+                widest = max(widest, form.text_bytes(max_reports))
+        return ENVELOPE_BYTES + widest
 
     def active_config(self, batch: Batch) -> CampaignConfig:
         """The config the batch is stamped with, if it is its campaign's active one."""
@@ -208,6 +313,7 @@ class Ingestor:
         the batch; 400 on a bad report, 429 over the rate limit."""
         config = self.active_config(batch)
         oracle = level_oracle(self.registry, config, batch.level)
+        self.report_form(batch.config_id, batch.level, oracle).check(batch.reports)
         try:
             packed = oracle.pack(oracle.decode(batch.reports))
         except LdptelError as error:
@@ -220,6 +326,7 @@ class Ingestor:
         shard = shard_of(idempotency_key, config.shards)
         expires = window + config.window_seconds + self.idempotency_seconds
         n = len(batch.reports)
+        entry = codec.StreamEntry(batch.config_id, window, n, packed, batch.level)
         limit = self.rate_limit
         outcome, count = self._ingest(
             keys=[
@@ -231,9 +338,16 @@ class Ingestor:
             args=[
                 n, expires, window * 1000,
                 limit.per_shard(config.shards) if limit.limit else 0, limit.seconds + 1,
-                *codec.flat(codec.StreamEntry(batch.config_id, window, n, packed, batch.level)),
+                batch_digest(entry), *codec.flat(entry),
             ],
         )  # fmt: skip
         if outcome == 2:
             raise limit.exceeded(now)
+        if outcome == 3:
+            raise ApiError(
+                422,
+                "Idempotency-Key",
+                "already used for a different batch; send each batch under a fresh key",
+                code="idempotency_key_reused",
+            )
         return Stored(accepted=int(count), duplicate=bool(outcome))

@@ -1,5 +1,5 @@
-"""`ldptel collector serve`: the app under gunicorn (gthread workers), with a private
-redis-server when no Redis URL is given.
+"""`ldptel collector serve`: the app under gunicorn (gevent workers, collector/worker.py), with
+a private redis-server when no Redis URL is given.
 
 SIGTERM is a graceful stop: gunicorn stops accepting, lets workers finish in-flight requests
 (up to `graceful_timeout`), then the private Redis is stopped (it flushes its AOF).
@@ -31,7 +31,9 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8080
     workers: int = 2
-    threads: int = 8
+    #: Open connections per worker (slow and idle ones included); past it, new ones wait in
+    #: the listen backlog.
+    connections: int = 1000
     graceful_timeout: int = 30
     data_dir: Path = DATA_DIR
 
@@ -57,8 +59,8 @@ class CollectorApplication(BaseApplication):  # type: ignore[misc]
         settings = {
             "bind": f"{options.host}:{options.port}",
             "workers": options.workers,
-            "worker_class": "gthread",
-            "threads": options.threads,
+            "worker_class": "ldptel.collector.worker.CollectorWorker",
+            "worker_connections": options.connections,
             "graceful_timeout": options.graceful_timeout,
             "timeout": 60,
             "keepalive": 5,

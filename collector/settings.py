@@ -23,6 +23,9 @@ class CollectorConfig:
     #: Cap on the request body, compressed and decompressed alike (413 above it).
     max_body_bytes: int = 4 * 1024 * 1024
     max_reports_per_batch: int = 5_000
+    #: Under `ldptel collector serve`: a request body not received in full this many seconds
+    #: after its headers is answered 408 and its connection closed (slow clients).
+    body_timeout_seconds: float = 10.0
     #: Per ingest token and campaign: at most `rate_limit` requests per `rate_limit_seconds`
     #: (0 = no limit), counted per campaign shard (`ceil(rate_limit / shards)` each).
     rate_limit: int = 1_000
@@ -55,6 +58,8 @@ class CollectorConfig:
         for name in ("max_body_bytes", "max_reports_per_batch", "rate_limit_seconds"):
             if getattr(self, name) < 1:
                 raise ParameterError(name, "must be >= 1")
+        if not self.body_timeout_seconds > 0:
+            raise ParameterError("body_timeout_seconds", "must be > 0")
         if self.token_cache_seconds < 0:
             raise ParameterError("token_cache_seconds", "must be >= 0 (0 disables the cache)")
         if self.rate_limit < 0:

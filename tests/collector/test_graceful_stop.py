@@ -2,10 +2,10 @@
 is finished and answered, and every batch is either acknowledged (2xx) and stored, or not
 stored at all.
 
-What gunicorn's gthread worker guarantees on SIGTERM (and what this tests): it stops
-accepting, lets each connection it holds finish and answer its request within
+What the collector's gevent worker (collector/worker.py) guarantees on SIGTERM (and what this
+tests): it stops accepting, lets each connection it holds finish and answer its request within
 `graceful_timeout` (30 s), then closes it; an idle keep-alive connection stays open for at
-most 2 s more. Connections it never accepted (still in the listen backlog, or opened after the
+most 1 s more. Connections it never accepted (still in the listen backlog, or opened after the
 stop) are refused or reset without being read, so nothing of them is stored; the client
 retries them with the same Idempotency-Key against the next collector.
 """
@@ -155,7 +155,7 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
     log = (tmp_path / "collector.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-         "--redis-url", redis_url, "--workers", "2", "--threads", "4", "--rate-limit", "0"],
+         "--redis-url", redis_url, "--workers", "2", "--rate-limit", "0"],
         env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     stop = threading.Event()

@@ -82,6 +82,37 @@ def test_a_retried_batch_is_stored_once_and_answered_with_the_original_count(
     assert redis_client.ttl(mark) >= 86_400
 
 
+def test_a_key_reused_for_a_different_batch_is_422_and_stores_nothing(
+    api: Api, campaign: Campaign, redis_client: Any
+) -> None:
+    config_id, token = campaign
+    three = batch(config_id, [1, 2, 3])
+    assert api.post_reports(token, three, key="k").json() == {"accepted": 3, "duplicate": False}
+    seven = api.post_reports(token, batch(config_id, [1, 2, 3, 4, 0, 1, 2]), key="k")
+    assert seven.status_code == 422
+    assert error_of(seven)[0] == "Idempotency-Key"
+    # The same batch, gzipped and formatted differently, is still its retry: the digest is
+    # of the validated reports, not of the bytes.
+    again = raw_post(api, token, gzip.compress(json.dumps(three, indent=2).encode()),
+                     **{"Content-Encoding": "gzip", "Idempotency-Key": "k"})  # fmt: skip
+    assert again.json() == {"accepted": 3, "duplicate": True}
+    assert len(entries(redis_client)) == 1
+
+
+def test_a_text_longer_than_the_campaigns_largest_batch_is_413_unparsed(
+    api: Api, campaign: Campaign, redis_client: Any
+) -> None:
+    # DE's widest report is {"y":4294967295}: 5000 of them, padded, plus the envelope.
+    config_id, token = campaign
+    padding = b" " * 400_000
+    body = b'{"campaign": "colors", "config_id": "%s", "reports": [%s{"y": 1}]}' % (
+        config_id.encode(), padding)  # fmt: skip
+    response = raw_post(api, token, body)
+    assert response.status_code == 413
+    assert error_of(response) == ("body", "larger than 326024 bytes")
+    assert entries(redis_client) == []
+
+
 def test_batches_spread_over_shards_by_their_idempotency_key(api: Api, redis_client: Any) -> None:
     config_id = api.create_campaign(campaign_config(shards=4))
     token = api.create_token()
@@ -118,7 +149,8 @@ def test_gzip_bodies_are_accepted(api: Api, campaign: Campaign) -> None:
         ([{"y": 1}, {"y": -1}], "reports[1].y"),
         ([{"y": 1.5}], "reports[0].y"),
         ([{"y": True}], "reports[0].y"),
-        ([{"z": 1}], "reports[0].y"),
+        ([{"z": 1}], "reports[0].z"),  # unknown inside a report, like unknown batch fields
+        ([{"y": 1}, {"y": 1, "extra": 0}], "reports[1].extra"),
         ([3], "reports[0].report"),
         ([], "reports"),
     ],

@@ -36,7 +36,7 @@ def test_serve_with_private_redis_then_stop_gracefully(tmp_path: Path) -> None:
     env.pop("LDPTEL_REDIS_URL", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-         "--workers", "2", "--threads", "4"],
+         "--workers", "2"],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from ldptel.client.campaign import CampaignConfig
+from ldptel.collector.errors import ApiError
 from ldptel.collector.ingest import Batch, Ingestor
 from ldptel.store import keys, redis_server
 from ldptel.store.registry import Registry
@@ -107,13 +108,33 @@ def test_a_lost_stream_restarts_its_ids_above_the_aggregators_checkpoint(client:
 def test_the_mark_expires_a_day_after_the_window_ends(client: Any) -> None:
     store, config_id = ingestor(client)
     now = time.time()
-    result = store.store(Batch("c", config_id, [{"y": 1}, {"y": 0}], ""), "k", TOKEN, now=now)
+    batch = Batch("c", config_id, [{"y": 1}, {"y": 0}], "")
+    result = store.store(batch, "k", TOKEN, now=now)
     assert (result.accepted, result.duplicate) == (2, False)
     expected = window_of(now) + WINDOW + 86_400 - now
     assert abs(client.ttl(keys.idempotency("c", 0, "k")) - expected) <= 2
-    again = store.store(Batch("c", config_id, [{"y": 1}], ""), "k", TOKEN, now=now)
+    again = store.store(batch, "k", TOKEN, now=now)
     assert (again.accepted, again.duplicate) == (2, True)
     assert client.xlen(keys.stream("c", 0)) == 1
+
+
+def test_a_key_is_bound_to_its_batch_by_a_digest(client: Any) -> None:
+    store, config_id = ingestor(client)
+    now = time.time()  # the mark must not have expired
+    store.store(Batch("c", config_id, [{"y": 1}, {"y": 0}], ""), "k", TOKEN, now=now)
+    with pytest.raises(ApiError) as reused:
+        store.store(Batch("c", config_id, [{"y": 1}], ""), "k", TOKEN, now=now)
+    assert (reused.value.status, reused.value.field) == (422, "Idempotency-Key")
+    assert client.xlen(keys.stream("c", 0)) == 1
+
+
+def test_a_mark_without_a_digest_still_answers_duplicate(client: Any) -> None:
+    # Marks written before digests were stored hold only the count.
+    store, config_id = ingestor(client)
+    client.set(keys.idempotency("c", 0, "old"), 3)
+    again = store.store(Batch("c", config_id, [{"y": 1}], ""), "old", TOKEN, now=T0)
+    assert (again.accepted, again.duplicate) == (3, True)
+    assert not client.exists(keys.stream("c", 0))
 
 
 def test_the_rate_limit_is_counted_per_shard_in_the_ingest_script(client: Any) -> None:

@@ -1,0 +1,125 @@
+"""A request's work and memory are bounded by what a valid batch of its campaign can be: a
+4 KiB gzip body that inflates to 4 MiB of `{}` is refused (413) once it passes the campaign's
+cap, before any JSON object is built. Under 16 senders of such bombs, every worker's RSS stays
+within 2x of its idle RSS, and normal batches are still stored."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import requests
+from collector_api import batch
+from served_collector import Served, rss_bytes, served
+
+from ldptel.collector.ingest import ENVELOPE_BYTES
+from ldptel.store import keys
+
+SENDERS = 16
+BOMBS_PER_SENDER = 12
+INFLATED = 4 * 1024 * 1024
+
+
+def bomb(config_id: str, *, campaign_first: bool) -> bytes:
+    """~4 KiB of gzip that inflates to 4 MiB: a batch of ~1.4 million empty reports."""
+    reports = b"[" + b"{}," * ((INFLATED - 200) // 3) + b"{}]"
+    head = b'"campaign":"colors","config_id":"' + config_id.encode() + b'"'
+    text = b"{" + (head + b',"reports":' + reports if campaign_first else
+                   b'"reports":' + reports + b"," + head) + b"}"  # fmt: skip
+    return gzip.compress(text, compresslevel=9)
+
+
+def post(session: requests.Session, url: str, token: str, data: bytes) -> requests.Response:
+    return session.post(
+        f"{url}/v1/reports",
+        data=data,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Idempotency-Key": uuid.uuid4().hex,
+            "Content-Type": "application/json",
+            "Content-Encoding": "gzip",
+        },
+        timeout=60,
+    )
+
+
+def warm_up(collector: Served, token: str, config_id: str) -> None:
+    """Normal batches on fresh connections, so every worker has loaded what it serves with."""
+    for i in range(40):
+        with requests.Session() as session:
+            body = gzip.compress(str(batch(config_id, [i % 5])).replace("'", '"').encode())
+            assert post(session, collector.url, token, body).status_code == 202
+
+
+class PeakRss:
+    """Samples every worker's RSS until stopped; keeps each one's peak."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.peaks = {pid: rss_bytes(pid) for pid in pids}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self) -> None:
+        while not self.stop.wait(0.02):
+            for pid in self.peaks:
+                self.peaks[pid] = max(self.peaks[pid], rss_bytes(pid))
+
+    def finish(self) -> dict[int, int]:
+        self.stop.set()
+        self.thread.join()
+        return self.peaks
+
+
+def test_a_gzip_bomb_is_refused_at_the_campaigns_cap_without_inflating_it(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    with served(redis_url, tmp_path) as collector:
+        api = collector.api()
+        config_id, token = api.create_campaign(), api.create_token()
+        data = bomb(config_id, campaign_first=True)
+        assert len(data) < 8 * 1024
+        response = post(api.session, collector.url, token, data)
+        assert response.status_code == 413
+        error = response.json()["error"]
+        assert error["field"] == "body"
+        # DE's widest report is {"y":4294967295}: the cap is far below 4 MiB.
+        cap = int(error["reason"].split()[2])
+        assert ENVELOPE_BYTES < cap < 512 * 1024
+
+
+def test_under_16_bomb_senders_worker_rss_stays_within_2x_idle(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    with served(redis_url, tmp_path) as collector:
+        api = collector.api()
+        config_id, token = api.create_campaign(), api.create_token()
+        warm_up(collector, token, config_id)
+        idle = {pid: rss_bytes(pid) for pid in collector.worker_pids()}
+        bombs = [bomb(config_id, campaign_first=first) for first in (True, False)]
+        peak = PeakRss(list(idle))
+
+        def send(sender: int) -> list[int]:
+            with requests.Session() as session:
+                return [
+                    post(session, collector.url, token, bombs[(sender + i) % 2]).status_code
+                    for i in range(BOMBS_PER_SENDER)
+                ]
+
+        with ThreadPoolExecutor(SENDERS) as pool:
+            statuses = [s for sent in pool.map(send, range(SENDERS)) for s in sent]
+        with requests.Session() as session:
+            normal = post(session, collector.url, token, gzip.compress(
+                str(batch(config_id, [1, 2])).replace("'", '"').encode()))  # fmt: skip
+        peaks = peak.finish()
+        assert statuses == [413] * SENDERS * BOMBS_PER_SENDER
+        assert normal.status_code == 202
+        assert redis_client.xlen(keys.stream("colors", 0)) == 40 + 1  # warm-up + normal
+        for pid, rss in idle.items():
+            assert peaks[pid] <= 2 * rss, (
+                f"worker {pid}: idle {rss >> 20} MiB, peak {peaks[pid] >> 20} MiB"
+            )
