@@ -33,7 +33,8 @@ from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.auto import AutoOracle, choose_oracle
 from ldptel.client.oracles.base import check_epsilon, check_int
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+#: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 DAY = 86_400
 #: Memoization modes (ldptel.client.memo, docs/client.md "Longitudinal privacy"): "none", the
 #: default, randomizes every report afresh (a guarantee for arbitrary value histories);
@@ -99,7 +100,7 @@ class CampaignConfig:
             if required not in data:
                 raise ParameterError(required, "is required")
         name = data["name"]
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise ParameterError("name", "must match [a-z0-9][a-z0-9_-]{0,63}")
         if not isinstance(data["oracle"], str):
             raise ParameterError("oracle", "must be a string")

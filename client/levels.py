@@ -33,7 +33,8 @@ from ldptel.client.errors import InvalidLevelError, ParameterError
 from ldptel.client.oracles.base import FrequencyOracle, ReportBatch, WireReport, check_epsilon
 from ldptel.client.randomness import Rng
 
-LEVEL_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
+#: Used with fullmatch: "$" would also accept a trailing newline.
+LEVEL_NAME = re.compile(r"[a-z0-9_-]{1,32}")
 MAX_LEVELS = 16
 #: The strategies a campaign may declare.
 STRATEGIES = ("optimal", "minimum", "threshold")
@@ -53,7 +54,7 @@ def check_levels(levels: object) -> dict[str, float]:
         raise ParameterError("levels", f"at most {MAX_LEVELS} levels, got {len(levels)}")
     checked: dict[str, float] = {}
     for name, epsilon in levels.items():
-        if not isinstance(name, str) or not LEVEL_NAME.match(name):
+        if not isinstance(name, str) or not LEVEL_NAME.fullmatch(name):
             raise ParameterError("levels", f"level names must match [a-z0-9_-]{{1,32}}: {name!r}")
         checked[name] = check_epsilon(epsilon, f"levels.{name}")
     return checked
