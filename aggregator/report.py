@@ -171,10 +171,12 @@ def fit_statistics(
     oracle: Rappor, support: NDArray[np.int64], n: int, options: ReportOptions
 ) -> ItemColumns:
     """item_statistics from the decoder's own fit (Rappor.fit at alpha = false_flags): its
-    stderr, and its Bonferroni verdicts as the flags (threshold = z * that stderr)."""
+    stderr, and its Bonferroni verdicts as the flags (threshold = z * that stderr). When every
+    candidate is identifiable the fit is least squares, unbiased, and its stderr the
+    repetition spread (benchmarks/README.md, "RAPPOR calibration"), so the CIs cover."""
     fit = oracle.fit(support, alpha=options.false_flags)
-    # A candidate the non-negative fit left at 0 has no standard error of its own (it sits
-    # on the boundary): it gets the design stderr under f_v = 0 and is not significant.
+    # Only the non-negative fit (many candidates) leaves candidates at 0, with no standard
+    # error of their own (on the boundary): the design stderr under f_v = 0, not significant.
     stderr = np.where(fit.selected, fit.stderr, np.sqrt(oracle.variance(n, None)))
     z_ci = NormalDist().inv_cdf(0.5 + options.confidence / 2)
     # Base-Cut keeps exactly the candidates the fit calls significant.

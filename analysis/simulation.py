@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
-from ldptel.client.levels import Combination, LevelPart, combine
+from ldptel.client.levels import SAMPLE, Combination, LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.base import check_epsilon, check_int
 
@@ -261,13 +261,13 @@ class StrategyPlan:
 
 def plan_levels(config: CampaignConfig, fractions: Mapping[str, float]) -> list[StrategyPlan]:
     """Every level strategy for a config's levels and their fractions of users: optimal,
-    minimum, and threshold at each level epsilon above the smallest (other thresholds are
-    dominated). With N users, n_l = N pi_l and the combination's Var(f^) =
+    minimum, and threshold and sample at each level epsilon above the smallest (other
+    thresholds are dominated). With N users, n_l = N pi_l and the combination's Var(f^) =
     1 / sum_l (n_l / V_l) (ldptel.client.levels.combine), V_l the per-report variance."""
     smallest = min(config.levels.values())
-    choices = [("optimal", None), ("minimum", None)] + [
-        ("threshold", t) for t in sorted(set(config.levels.values())) if t > smallest
-    ]
+    above = [t for t in sorted(set(config.levels.values())) if t > smallest]
+    choices: list[tuple[str, float | None]] = [("optimal", None), ("minimum", None)]
+    choices += [("threshold", t) for t in above] + [(SAMPLE, t) for t in above]
     plans = []
     for strategy, threshold in choices:
         variant = replace(config, level_strategy=strategy, level_threshold=threshold)

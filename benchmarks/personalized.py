@@ -16,7 +16,10 @@ perturbs and combines exactly as the SDK and the aggregator do):
 - optimal: each level at its epsilon, per-level estimates combined with inverse-variance
   weights;
 - minimum: everyone at the smallest level epsilon (0.01);
-- threshold t = 0.2 and t = 1.0: levels below t do not report, the rest report at t.
+- threshold t = 0.2 and t = 1.0: levels below t do not report, the rest report at t;
+- sample t = 0.2 and t = 1.0: the paper's Sample mechanism in the local model
+  (ldptel.client.levels.SampleOracle): a level below t sends a t-report of its true value
+  with probability (e^eps - 1)/(e^t - 1), else of a uniform value; the rest report at t.
 Every strategy estimates the frequency of each item among its reporting users and scales by
 the population n (known): for Threshold that extrapolates from the reporters, unbiased here
 because values do not depend on the level.
@@ -32,6 +35,7 @@ import argparse
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ from numpy.typing import NDArray
 
 from ldptel.analysis.simulation import item_probabilities, simulate_levels, split_users
 from ldptel.client.campaign import CampaignConfig
+from ldptel.client.levels import SAMPLE
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -60,6 +65,8 @@ STRATEGIES = {  # label: (level_strategy, level_threshold)
     "minimum": ("minimum", None),
     "threshold t=0.2": ("threshold", 0.2),
     "threshold t=1.0": ("threshold", 1.0),
+    "sample t=0.2": (SAMPLE, 0.2),
+    "sample t=1.0": (SAMPLE, 1.0),
 }
 NS = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 REPS = {10_000: 400, 30_000: 200, 100_000: 100, 300_000: 40, 1_000_000: 20}
@@ -71,17 +78,19 @@ def level_name(epsilon: float) -> str:
 
 
 def config(strategy: str, threshold: float | None) -> CampaignConfig:
-    return CampaignConfig.from_dict(
+    # Sample is simulated only: threshold's config (same t) with the strategy swapped in.
+    created = CampaignConfig.from_dict(
         {
             "name": "personalized",
             "oracle": "olh",
             "epsilon": 1.0,
             "domain": [f"item{i}" for i in range(DOMAIN)],
             "levels": {level_name(e): float(e) for e in GRID},
-            "level_strategy": strategy,
+            "level_strategy": "threshold" if strategy == SAMPLE else strategy,
             "level_threshold": threshold,
         }
     )
+    return replace(created, level_strategy=strategy)
 
 
 def user_epsilons(n: int, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -205,6 +214,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
         "minimum": ("#c0392b", "s"),
         "threshold t=0.2": ("#d89a3b", "^"),
         "threshold t=1.0": ("#2e8b57", "v"),
+        "sample t=0.2": ("#8e44ad", "D"),
+        "sample t=1.0": ("#7f8c8d", "P"),
     }
     for axis, query, title in (
         (axes[0], "count", "count queries (random item ranges)"),
@@ -223,7 +234,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         axis.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("RMSE / n")
     handles, labels = axes[1].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=5, fontsize=9, frameon=False)
+    figure.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
     figure.suptitle(
         "Personalized privacy, local model (OLH, d = 64, Zipf 1.1): users 54% eps~U[0.01,0.2], "
         "37% eps~U[0.2,1], 9% eps=1",

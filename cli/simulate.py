@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ from ldptel.cli.progress import ProgressLine
 from ldptel.cli.table import format_table
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError, ParameterError
-from ldptel.client.levels import STRATEGIES, check_levels
+from ldptel.client.levels import SAMPLE, SIMULATED_STRATEGIES, check_levels
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.rappor import Rappor, RapporFit
 
@@ -53,12 +54,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--level-strategy",
-        choices=STRATEGIES,
+        choices=SIMULATED_STRATEGIES,
         default="optimal",
-        help="with --levels: the strategy simulated (default optimal)",
+        help="with --levels: the strategy simulated (default optimal; sample: the Sample "
+        "mechanism, simulated only, docs/personalized-privacy.md)",
     )
     parser.add_argument(
-        "--level-threshold", metavar="T", help="with --level-strategy threshold: the epsilon t"
+        "--level-threshold",
+        metavar="T",
+        help="with --level-strategy threshold or sample: the epsilon t",
     )
     parser.add_argument("--n", metavar="N", help="number of simulated clients (reports)")
     parser.add_argument(
@@ -319,7 +323,10 @@ def _level_config(args: argparse.Namespace, levels: dict[str, float]) -> Campaig
     threshold = args.level_threshold
     if threshold is not None:
         threshold = parse_float(threshold, "level_threshold")
-    return CampaignConfig.from_dict(
+    # Sample is not a campaign strategy: its config is threshold's (same t, validated the
+    # same way) with the strategy swapped in.
+    sample = args.level_strategy == SAMPLE
+    config = CampaignConfig.from_dict(
         {
             "name": "simulation",
             "oracle": args.oracle,
@@ -327,10 +334,11 @@ def _level_config(args: argparse.Namespace, levels: dict[str, float]) -> Campaig
             "domain": [str(i) for i in range(domain_size)],
             "params": params,
             "levels": levels,
-            "level_strategy": args.level_strategy,
+            "level_strategy": "threshold" if sample else args.level_strategy,
             "level_threshold": threshold,
         }
     )
+    return replace(config, level_strategy=SAMPLE) if sample else config
 
 
 def _run_levels(args: argparse.Namespace) -> int:
@@ -456,5 +464,7 @@ def _strategies_text(plans: list[StrategyPlan], rows: list[dict[str, Any]], colu
     )
     return (
         table + "\nminimum and threshold are the baselines of Jorgensen, Cormode, Yu (ICDE 2015);"
-        "\nunder threshold only the levels with epsilon >= t report."
+        "\nunder threshold only the levels with epsilon >= t report; sample is their Sample"
+        "\nmechanism in the local model (levels below t send a t-report with probability"
+        "\n(e^eps - 1)/(e^t - 1), else a dummy; simulated only, not a campaign strategy)."
     )

@@ -1,8 +1,10 @@
 """Campaign configs: what is collected, with which oracle and epsilon, and in which windows.
 
-A config is immutable; its id is a hash of its canonical JSON, so changing any parameter
-(epsilon above all) makes a new config id. Clients stamp every batch with it, the collector
-rejects unknown ids and the aggregator never mixes two configs in one estimate.
+A config is immutable; its id is a hash of its canonical JSON (RFC 8785, `canonical.py`), so
+changing any parameter (epsilon above all) makes a new config id. Clients stamp every batch
+with it, the collector rejects unknown ids and the aggregator never mixes two configs in one
+estimate. A config is created once (`as_created`): every parameter a client needs to build or
+check a report is written into it then, so no client ever derives one (docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -12,18 +14,27 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from ldptel.client.canonical import canonical_json
 from ldptel.client.errors import InvalidLevelError, ParameterError
-from ldptel.client.levels import check_levels, check_strategy, reporting_epsilon
+from ldptel.client.levels import (
+    SAMPLE,
+    SampleOracle,
+    check_levels,
+    check_strategy,
+    reporting_epsilon,
+)
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.auto import AutoOracle, choose_oracle
 from ldptel.client.oracles.base import check_epsilon, check_int
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+#: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 DAY = 86_400
 #: Memoization modes (ldptel.client.memo, docs/client.md "Longitudinal privacy"): "none", the
 #: default, randomizes every report afresh (a guarantee for arbitrary value histories);
@@ -64,13 +75,24 @@ class CampaignConfig:
     #: How clients reuse randomization across reports (MEMOIZATION_MODES); absent from the
     #: canonical JSON when "none", so configs from before keep their ids.
     memoization: str = MEMO_NONE
+    #: Per privacy level, the parameters derived from that level's epsilon (OLH's g, SS's k,
+    #: RAPPOR's f, THE's theta) that `params` does not fix, written when the config is
+    #: created (`as_created`); absent from the JSON when empty.
+    level_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: True for a config stored before ids hashed RFC 8785 JSON: its id is the hash of
+    #: `legacy_json` and stays so (ids are computed once, at creation). Not part of the JSON.
+    legacy_id: bool = field(default=False, compare=False)
 
     @classmethod
-    def from_dict(cls, data: object) -> CampaignConfig:
-        """Validate an untrusted JSON object; raises ParameterError naming the field."""
+    def from_dict(cls, data: object, *, stored: bool = False) -> CampaignConfig:
+        """Validate an untrusted JSON object; raises ParameterError naming the field.
+
+        `stored`: the config of an existing campaign (the registry's, or the collector's
+        answer on a client), valid when it was created: the label rules added since
+        (`check_domain`) are not applied again, so a stored campaign never stops loading."""
         if not isinstance(data, dict):
             raise ParameterError("config", "must be a JSON object")
-        known = {f for f in cls.__dataclass_fields__}
+        known = {f for f in cls.__dataclass_fields__} - {"legacy_id"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ParameterError(unknown[0], "unknown field")
@@ -78,15 +100,11 @@ class CampaignConfig:
             if required not in data:
                 raise ParameterError(required, "is required")
         name = data["name"]
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise ParameterError("name", "must match [a-z0-9][a-z0-9_-]{0,63}")
         if not isinstance(data["oracle"], str):
             raise ParameterError("oracle", "must be a string")
-        domain = data["domain"]
-        if not isinstance(domain, list) or not all(isinstance(v, str) for v in domain):
-            raise ParameterError("domain", "must be a list of strings")
-        if len(set(domain)) != len(domain):
-            raise ParameterError("domain", "values must be distinct")
+        domain = check_domain(data["domain"], stored=stored)
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise ParameterError("params", "must be an object")
@@ -127,11 +145,15 @@ class CampaignConfig:
             level_strategy=strategy,
             level_threshold=threshold,
             oracle_choice=choice,
+            level_params=_check_level_params(data.get("level_params", {}), levels),
             memoization=memoization,
         )
         config.build_oracle()  # the oracle validates its own parameters
         for level in levels:  # and at each level's epsilon (e.g. a fixed OLH g too small)
-            config.level_oracle(level)
+            if config.level_oracle(level) is None and level in config.level_params:
+                raise ParameterError("level_params", f"level {level!r} does not report")
+        if not stored:
+            config.canonical_json()  # raises for values JCS cannot write (NaN in params...)
         return config
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,35 +174,85 @@ class CampaignConfig:
         if not self.levels:  # absent, so that configs from before levels keep their ids
             for key in ("levels", "level_strategy", "level_threshold"):
                 del data[key]
+        del data["legacy_id"]
+        data["level_params"] = {level: dict(p) for level, p in self.level_params.items()}
+        if not self.level_params:
+            del data["level_params"]
         return data
 
     def canonical_json(self) -> str:
-        """Sorted keys, no spaces, UTF-8: the bytes the config id hashes."""
+        """RFC 8785 (JCS) text of `to_dict()`: the characters whose UTF-8 bytes the id hashes."""
+        return canonical_json(self.to_dict())
+
+    def legacy_json(self) -> str:
+        """The form ids hashed before RFC 8785: Python's json.dumps with sorted keys, no
+        spaces, ensure_ascii=False (1.0 as `1.0`, 0.00001 as `1e-05`); kept for stored ids."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @cached_property
     def config_id(self) -> str:
-        """First 16 hex digits of SHA-256 of the canonical JSON (computed once: the config
-        is immutable)."""
-        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()[:16]
+        """First 16 hex digits of SHA-256 of the canonical JSON's UTF-8 bytes (of the legacy
+        form for a config stored under a legacy id). Computed once per config object (the
+        collector asks for it on every batch)."""
+        text = self.legacy_json() if self.legacy_id else self.canonical_json()
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def legacy_config_id(self) -> str:
+        """The id the legacy form hashes to (see `legacy_json`)."""
+        return replace(self, legacy_id=True).config_id
+
+    def identified_as(self, claimed: object) -> CampaignConfig | None:
+        """This config, if `claimed` is its id (RFC 8785 form) or its legacy id (then marked
+        legacy_id, so that `config_id` is the stored id); None if it is neither."""
+        for legacy in (False, True):
+            candidate = replace(self, legacy_id=legacy)
+            try:
+                if candidate.config_id == claimed:
+                    return candidate
+            except ParameterError:  # not representable in JCS: only a legacy id can match
+                continue
+        return None
 
     @property
     def domain_size(self) -> int:
         return len(self.domain)
 
-    def with_fixed_params(self) -> CampaignConfig:
-        """This config with its oracle's fixed parameters written into `params` (see
-        FrequencyOracle.fixed_params): the form a campaign is created in."""
-        return replace(self, params={**self.build_oracle().fixed_params(), **self.params})
+    def as_created(self) -> CampaignConfig:
+        """This config in the form a campaign is created in: the oracle's fixed parameters
+        (FrequencyOracle.fixed_params) and those derived from epsilon (derived_params: OLH's
+        g, SS's k, RAPPOR's f, THE's theta) written out, into `params`, or per level into
+        `level_params` when the config declares levels. Served with the config, so that no
+        client derives one, and stored, so that neither a later default nor another rounding
+        rule can change what an existing campaign's reports mean."""
+        oracle = self.build_oracle()
+        if not self.levels:
+            derived = {**oracle.fixed_params(), **oracle.derived_params()}
+            return replace(self, params={**derived, **self.params})
+        shared = replace(self, params={**oracle.fixed_params(), **self.params})
+        per_level: dict[str, dict[str, Any]] = {}
+        for level in self.levels:
+            level_oracle = shared.level_oracle(level)
+            if level_oracle is None:  # does not report (threshold)
+                continue
+            derived = level_oracle.derived_params()
+            own = {k: v for k, v in derived.items() if k not in shared.params}
+            own.update(self.level_params.get(level, {}))
+            if own:
+                per_level[level] = own
+        return replace(shared, level_params=per_level)
 
-    def build_oracle(self, epsilon: float | None = None) -> FrequencyOracle:
-        """The oracle this config describes, at `epsilon` (default: the config's). Parameters
-        derived from epsilon (OLH's g, SS's k) are derived anew unless params fix them."""
+    def build_oracle(self, epsilon: float | None = None, level: str = "") -> FrequencyOracle:
+        """The oracle this config describes, at `epsilon` (default: the config's), with
+        `params` and the level's `level_params`. Parameters derived from epsilon (OLH's g, SS's
+        k, RAPPOR's f, THE's theta) are derived anew unless the config fixes them, which every
+        config created since they are served does (`as_created`)."""
         cls = oracle_class(self.oracle)
         extra: dict[str, Any] = {"labels": list(self.domain)} if cls.takes_labels else {}
         epsilon = self.epsilon if epsilon is None else epsilon
+        params = {**self.params, **self.level_params.get(level, {})}
         try:
-            return cls(epsilon=epsilon, domain_size=self.domain_size, **self.params, **extra)
+            return cls(epsilon=epsilon, domain_size=self.domain_size, **params, **extra)
         except TypeError as error:  # an unexpected keyword in params
             raise ParameterError("params", str(error)) from error
 
@@ -208,11 +280,53 @@ class CampaignConfig:
         """The oracle a level's reports are randomized with (None: the level does not
         report); the same oracle name and params as the config, at the level's epsilon."""
         epsilon = self.reporting_epsilon(level)
-        return None if epsilon is None else self.build_oracle(epsilon)
+        if epsilon is None:
+            return None
+        if self.level_strategy == SAMPLE:  # simulated only (levels.SIMULATED_STRATEGIES)
+            assert self.level_threshold is not None
+            inner = self.build_oracle(self.level_threshold, level)
+            return inner if epsilon >= self.level_threshold else SampleOracle(inner, epsilon)
+        return self.build_oracle(epsilon, level)
 
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""
         return math.floor(timestamp / self.window_seconds) * self.window_seconds
+
+
+def check_domain(domain: object, *, stored: bool = False) -> list[str]:
+    """The labels of an untrusted config: a list of distinct strings and, for a new config
+    (not `stored`), each non-empty, free of control characters (NUL included) and in Unicode
+    NFC. Labels are compared, hashed (item keys) and reported as their exact code points, so
+    NFC and NFD spellings would be two labels; requiring NFC makes canonically equivalent
+    labels impossible in one domain (docs/protocol.md, "Labels")."""
+    if not isinstance(domain, list) or not all(isinstance(v, str) for v in domain):
+        raise ParameterError("domain", "must be a list of strings")
+    for i, label in enumerate(domain):
+        try:
+            label.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ParameterError("domain", f"label {i} has an unpaired surrogate") from error
+        if stored:
+            continue
+        if not label:
+            raise ParameterError("domain", f"label {i} is empty")
+        if any(unicodedata.category(c) == "Cc" for c in label):
+            raise ParameterError("domain", f"label {i} holds a control character (NUL...)")
+        if unicodedata.normalize("NFC", label) != label:
+            raise ParameterError("domain", f"label {i} is not in Unicode NFC form")
+    if len(set(domain)) != len(domain):
+        raise ParameterError("domain", "values must be distinct")
+    return domain
+
+
+def _check_level_params(value: object, levels: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    """level name -> object of oracle parameters, for declared levels only."""
+    if not isinstance(value, dict) or not all(isinstance(p, dict) for p in value.values()):
+        raise ParameterError("level_params", "must be an object of level name -> object")
+    unknown = sorted(set(value) - set(levels))
+    if unknown:
+        raise ParameterError("level_params", f"{unknown[0]!r} is not a privacy level")
+    return {level: dict(params) for level, params in value.items()}
 
 
 def _resolve_oracle(

@@ -31,8 +31,8 @@ def parse_answer(answer: ConfigAnswer) -> CampaignConfig:
     Raises LdptelError (field, reason) on garbage."""
     body = dict(answer.body or {})
     claimed = body.pop("config_id", None)
-    config = CampaignConfig.from_dict(body)
-    if config.config_id != claimed:
+    config = CampaignConfig.from_dict(body, stored=True).identified_as(claimed)
+    if config is None:
         raise LdptelError("config_id", "does not match the config's canonical JSON")
     return config
 
@@ -46,9 +46,15 @@ def load(state_dir: Path, name: str) -> Known | None:
     try:
         data = json.loads(_path(state_dir, name).read_text("utf-8"))
         status = data["status"]
-        config = CampaignConfig.from_dict(data["config"]) if status == "active" else None
         if status not in ("active", "retired"):
             return None
+        config = None
+        if status == "active":
+            # Files written before they held the id hold configs under legacy ids.
+            stored = CampaignConfig.from_dict(data["config"], stored=True)
+            config = stored.identified_as(data.get("config_id", stored.legacy_config_id))
+            if config is None:
+                return None
         return Known(status, config, float(data["fetched_at"]))
     except (OSError, ValueError, KeyError, TypeError, LdptelError):
         return None  # never cached, or written by another version: fetch again
@@ -59,7 +65,13 @@ def store(state_dir: Path, name: str, known: Known) -> None:
     path = _path(state_dir, name)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     config = None if known.config is None else known.config.to_dict()
-    data = {"status": known.status, "fetched_at": known.fetched_at, "config": config}
+    data: dict[str, object] = {
+        "status": known.status,
+        "fetched_at": known.fetched_at,
+        "config": config,
+    }
+    if known.config is not None:
+        data["config_id"] = known.config.config_id  # a legacy id is not the config's hash
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
     temporary.write_text(json.dumps(data, sort_keys=True), "utf-8")
     os.replace(temporary, path)

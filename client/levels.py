@@ -12,23 +12,35 @@ which epsilon a level's reports are randomized with:
 - ``threshold``: levels whose epsilon is below t do not report, the rest use t (Threshold).
 
 `reporting_epsilon` is that rule: the client SDK and the simulation both call it.
+
+A fourth strategy, ``sample`` (the local counterpart of the paper's Sample mechanism,
+`SampleOracle`), is simulated and benchmarked but not offered to campaigns: the optimal
+combination beats it at every level mix (docs/personalized-privacy.md, "Sample").
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import InvalidLevelError, ParameterError
-from ldptel.client.oracles.base import FrequencyOracle, check_epsilon
+from ldptel.client.oracles.base import FrequencyOracle, ReportBatch, WireReport, check_epsilon
+from ldptel.client.randomness import Rng
 
-LEVEL_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
+#: Used with fullmatch: "$" would also accept a trailing newline.
+LEVEL_NAME = re.compile(r"[a-z0-9_-]{1,32}")
 MAX_LEVELS = 16
+#: The strategies a campaign may declare.
 STRATEGIES = ("optimal", "minimum", "threshold")
+#: The Sample mechanism: simulated and benchmarked only (see the module docstring).
+SAMPLE = "sample"
+SIMULATED_STRATEGIES = (*STRATEGIES, SAMPLE)
 
 Vector = NDArray[np.float64]
 
@@ -42,7 +54,7 @@ def check_levels(levels: object) -> dict[str, float]:
         raise ParameterError("levels", f"at most {MAX_LEVELS} levels, got {len(levels)}")
     checked: dict[str, float] = {}
     for name, epsilon in levels.items():
-        if not isinstance(name, str) or not LEVEL_NAME.match(name):
+        if not isinstance(name, str) or not LEVEL_NAME.fullmatch(name):
             raise ParameterError("levels", f"level names must match [a-z0-9_-]{{1,32}}: {name!r}")
         checked[name] = check_epsilon(epsilon, f"levels.{name}")
     return checked
@@ -85,7 +97,97 @@ def reporting_epsilon(
     if strategy == "threshold":
         assert threshold is not None
         return threshold if own >= threshold else None
+    if strategy == SAMPLE:  # the guarantee of a SampleOracle report below t
+        assert threshold is not None
+        return min(own, threshold)
     return own
+
+
+def sample_probability(epsilon: float, threshold: float) -> float:
+    """pi = (e^eps - 1) / (e^t - 1): the largest probability of a true t-LDP report that keeps
+    a SampleOracle report eps-LDP (1 when eps >= t). The paper's sampling probability
+    (Jorgensen et al. 2015, Sec. IV), here from the local argument in SampleOracle."""
+    if epsilon >= threshold:
+        return 1.0
+    return math.expm1(epsilon) / math.expm1(threshold)
+
+
+class SampleOracle(FrequencyOracle):
+    """The Sample mechanism in the local model, for a user at epsilon < t: with probability
+    pi = (e^eps - 1)/(e^t - 1) the t-LDP oracle's report of the true value, otherwise its
+    report of a uniformly random value (a dummy whose law Q does not depend on the value).
+
+    Guarantee (one report, any two values v, v'; m_y = min_w M(y|w) <= Q(y), and M is t-LDP):
+    P[y|v] / P[y|v'] <= (pi e^t m_y + (1-pi) Q(y)) / (pi m_y + (1-pi) Q(y)), which decreases
+    in Q(y), so is at most pi e^t + 1 - pi = 1 + pi (e^t - 1) = e^eps.
+
+    The reports are the t-oracle's (same wire form and checks); they estimate the counts of
+    the reported values, pi c_v + (1 - pi) n / d in expectation, which `estimate` unmixes."""
+
+    name = SAMPLE
+
+    def __init__(self, inner: FrequencyOracle, epsilon: float) -> None:
+        self.inner = inner
+        self.probability = sample_probability(check_epsilon(epsilon), inner.epsilon)
+        # The guarantee from the inner oracle's actual epsilon (ln(1 + pi (e^t - 1)) = eps).
+        super().__init__(
+            epsilon=math.log1p(self.probability * math.expm1(inner.epsilon)),
+            domain_size=inner.domain_size,
+        )
+        self.fields = inner.fields
+        self.audit_event_count = inner.audit_event_count
+
+    # -- client ----------------------------------------------------------------------------
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        values = np.asarray(values, dtype=np.int64)
+        dummy = rng.random(values.shape) >= self.probability
+        fed = np.where(dummy, rng.integers(0, self.domain_size, values.shape), values)
+        return self.inner.perturb_batch(fed, rng)
+
+    def encode(self, batch: ReportBatch) -> list[WireReport]:
+        return self.inner.encode(batch)
+
+    def decode(self, reports: object) -> ReportBatch:
+        return self.inner.decode(reports)
+
+    # -- aggregator ------------------------------------------------------------------------
+    @property
+    def support_size(self) -> int:
+        return self.inner.support_size
+
+    @property
+    def support_work(self) -> int:
+        return self.inner.support_work
+
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return self.inner.support(batch)
+
+    def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+        mixed = self.inner.estimate(support, n)  # unbiased for the reported values' counts
+        dummies = (1 - self.probability) * n / self.domain_size
+        return np.asarray((mixed - dummies) / self.probability, dtype=np.float64)
+
+    def variance(
+        self, n: int, frequencies: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
+        """(E Var_t(reported values) + Var(reported counts)) / pi^2. The oracles' variances
+        are linear in f, so the first is the t-oracle's at f' = pi f + (1 - pi)/d; a user
+        reports value v with probability a = pi + (1 - pi)/d if v is theirs, else b = (1-pi)/d."""
+        pi, d = self.probability, self.domain_size
+        f = np.zeros(d) if frequencies is None else np.asarray(frequencies, dtype=np.float64)
+        a, b = pi + (1 - pi) / d, (1 - pi) / d
+        reported = self.inner.variance(n, pi * f + (1 - pi) / d)
+        mixing = n * (f * a * (1 - a) + (1 - f) * b * (1 - b))
+        return np.asarray((reported + mixing) / pi**2, dtype=np.float64)
+
+    # -- privacy audit ---------------------------------------------------------------------
+    def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
+        return self.inner.audit_events(batch, value, other)
+
+    def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
+        # The dummy's law on the pair's events needs the t-oracle's event probabilities under
+        # every third value, which the oracles do not expose: the sampled audit measures it.
+        raise NotImplementedError("audit the Sample mechanism with the sampled audit")
 
 
 @dataclass(frozen=True)

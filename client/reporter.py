@@ -545,7 +545,7 @@ class Reporter:
             return active
         if name in self._retired:
             return None
-        if not NAME_PATTERN.match(name):
+        if not NAME_PATTERN.fullmatch(name):
             raise UnknownCampaignError("campaign", "must match [a-z0-9][a-z0-9_-]{0,63}")
         if time.time() - self._unknown.get(name, -1e18) < UNKNOWN_CAMPAIGN_SECONDS:
             raise UnknownCampaignError("campaign", f"the collector does not know {name!r}")
@@ -771,7 +771,7 @@ def _seconds(value: object) -> float:
 
 
 def _check_level_name(level: object) -> str:
-    if not isinstance(level, str) or not LEVEL_NAME.match(level):
+    if not isinstance(level, str) or not LEVEL_NAME.fullmatch(level):
         raise InvalidLevelError("level", "must be a privacy level name ([a-z0-9_-]{1,32})")
     return level
 

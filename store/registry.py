@@ -76,13 +76,14 @@ class Registry:
 
     # -- writes (admin) --------------------------------------------------------------------
     def create(self, config: CampaignConfig) -> tuple[str, bool]:
-        """Store `config`, its oracle's fixed parameters written out, and make it the
-        campaign's active one.
+        """Store `config` as created (CampaignConfig.as_created: its fixed and derived
+        parameters written out; its id computed now, once) and make it the campaign's active
+        one.
 
         Returns (config_id, changed): changed is False if it already was the active config.
         Raises CampaignRetiredError for a retired campaign.
         """
-        config = config.with_fixed_params()
+        config = config.as_created()
         config_id = config.config_id
         self.redis.set(keys.config(config_id), config.canonical_json(), nx=True)
         outcome = self._activate(
@@ -135,11 +136,12 @@ class Registry:
         if raw is None:
             return None
         try:
-            config = CampaignConfig.from_dict(json.loads(raw))
+            config = CampaignConfig.from_dict(json.loads(raw), stored=True)
         except (ValueError, LdptelError):
             return None
-        # The id is the hash of the canonical JSON; a mismatch means the registry is corrupt.
-        return config if config.config_id == config_id else None
+        # The id is the hash of the canonical JSON (or, for a config stored before ids hashed
+        # RFC 8785 JSON, of its legacy form); a mismatch means the registry is corrupt.
+        return config.identified_as(config_id)
 
     def oracle(self, config_id: str, level: str = "") -> FrequencyOracle | None:
         """The oracle a config's reports at `level` are randomized with ("" = a config

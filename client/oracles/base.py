@@ -150,6 +150,12 @@ class FrequencyOracle(ABC):
         later version cannot change the reports of an existing campaign."""
         return {}
 
+    def derived_params(self) -> dict[str, Any]:
+        """The parameters this oracle derived from epsilon (OLH's g, SS's k, RAPPOR's f,
+        THE's theta), as used; a campaign writes them into its config when created, so that
+        no client derives one and no later rounding rule changes them (docs/protocol.md)."""
+        return {}
+
     # -- privacy ---------------------------------------------------------------------------
     @property
     def epsilon(self) -> float:

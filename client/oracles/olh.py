@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ldptel.client.oracles.base import check_epsilon
 from ldptel.client.oracles.local_hashing import MAX_G, LocalHashing
@@ -13,7 +14,9 @@ from ldptel.client.oracles.local_hashing import MAX_G, LocalHashing
 
 def optimal_g(epsilon: float) -> int:
     """round(e^eps + 1), the variance-minimizing g (Wang et al. 2017, Sec. 4.4), capped at
-    the largest g the wire allows."""
+    the largest g the wire allows. Python's round: a tie (e^eps + 1 exactly n + 1/2, as at
+    e^eps = 1.5) goes to the even n. Configs carry the g they were created with, so only
+    configs created before g was served derive it (docs/protocol.md, "Derived parameters")."""
     epsilon = check_epsilon(epsilon)
     if epsilon >= math.log(MAX_G):
         return MAX_G
@@ -39,3 +42,6 @@ class OptimizedLocalHashing(LocalHashing):
             g=optimal_g(epsilon) if g is None else g,
             labels=labels,
         )
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"g": self.g}

@@ -10,8 +10,9 @@ with probability q, a 0 with probability p.
 
 Wire form: {"cohort": int, "bits": base64(packbits(k IRR bits))}.
 The analyst decodes against the campaign's candidate labels (`fit`): per-bit unbiased counts
-per cohort, a non-negative least-squares fit (after a non-negative LASSO selection when the
-candidates are many), standard errors and a Bonferroni-corrected significance test.
+per cohort, a least-squares fit of the candidates' counts (non-negative, after a non-negative
+LASSO selection, when the candidates are too many to identify), standard errors and a
+Bonferroni-corrected significance test.
 """
 
 from __future__ import annotations
@@ -104,11 +105,15 @@ def permanent_epsilon(h: int, f: float) -> float:
 class RapporFit:
     """The decoded counts of the candidates, and how sure the fit is of each.
 
-    `estimate` is the fitted count (0 for candidates the fit did not select), `stderr` its
-    standard error (NaN if not selected), `pvalue` the one-sided p-value of "count > 0"
-    (1 if not selected), `significant` whether it passes the Bonferroni-corrected level.
-    Candidates that are not significant keep their fitted estimate: they are reported as not
-    significant, not as zero.
+    `least_squares`: every candidate was identifiable and fitted by ordinary least squares
+    (unbiased, may be negative; its stderr is the repetition standard deviation within a few
+    percent). Otherwise (`lasso`, or a design that cannot separate the candidates) the fit is
+    non-negative (NNLS): 0 for candidates it did not select, biased towards 0 near it, and its
+    stderr, conditional on the selection, is not calibrated.
+    `estimate` is the fitted count, `stderr` its standard error (NaN if not selected),
+    `pvalue` the one-sided p-value of "count > 0" (1 if not selected), `significant` whether
+    it passes the Bonferroni-corrected level. Candidates that are not significant keep their
+    fitted estimate: they are reported as not significant, not as zero.
     """
 
     estimate: NDArray[np.float64]
@@ -119,6 +124,7 @@ class RapporFit:
     n: int
     alpha: float
     lasso: bool
+    least_squares: bool
 
 
 class Rappor(FrequencyOracle):
@@ -180,6 +186,9 @@ class Rappor(FrequencyOracle):
     def fixed_params(self) -> dict[str, Any]:
         # f is derived from each level's epsilon unless the config fixes it.
         return {"k": self.k, "h": self.h, "m": self.m, "p": self.p, "q": self.q}
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"f": self.f}  # a multiple of 2^-31 (prr_threshold / 2^31): exact in JSON
 
     @staticmethod
     def _quantized_f(f: float, up: bool = False) -> float:
@@ -349,8 +358,9 @@ class Rappor(FrequencyOracle):
         }
 
     def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
-        # Not exactly unbiased (exact_estimator = False): the non-negative fit shrinks rare
-        # candidates to 0. Use `fit` for standard errors and significance.
+        # Least squares when every candidate is identifiable (unbiased given the cohort sizes);
+        # else the non-negative fit, which shrinks rare candidates to 0: not exactly unbiased
+        # either way (exact_estimator = False). Use `fit` for standard errors and significance.
         return self.fit(support).estimate.copy()  # the fit stays cached unchanged
 
     def variance(

@@ -2,8 +2,10 @@
 only, like every other oracle's estimate, so the decode in docs/protocol.md needs no extra).
 
 As Google's analysis does (Erlingsson et al. 2014, Sec. 4): unbiased counts of set Bloom bits
-per (cohort, bit), a linear model over the candidates' Bloom patterns, a non-negative fit,
-standard errors, and a multiple-testing-corrected significance test per candidate.
+per (cohort, bit), a linear model over the candidates' Bloom patterns, a fit (least squares
+when every candidate is identifiable, else non-negative after a LASSO selection), standard
+errors, and a multiple-testing-corrected significance test per candidate. Every step, with
+its constants, is in docs/protocol.md ("rappor", "Aggregation").
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def fit_candidates(
     pvalue, selected = np.ones(d), np.zeros(d, dtype=bool)
     use_lasso = d > oracle.m * oracle.k // 4 if lasso is None else lasso
     active = np.flatnonzero(reports > 0)
+    least_squares = False
     if n > 0:
         # Rows (c, j) of cohorts with reports: E[t~_cj] = sum_v B_cjv x_v N_c / n, where x_v
         # is v's count (cohorts are uniform and independent of the value). Each row is divided
@@ -124,27 +127,25 @@ def fit_candidates(
         matrix = oracle.design()[rows] * (np.repeat(n_c, oracle.k) / n / scale)[:, None]
         target = counts[active].reshape(-1) / scale
         noise = variances[active].reshape(-1) / scale**2
-        candidates = np.arange(d)
-        if use_lasso:
-            # Universal threshold: a candidate with no reports enters only if its correlation
-            # with the residual beats sqrt(2 ln d) noise standard deviations.
-            penalty = math.sqrt(2 * math.log(max(d, 2))) * np.linalg.norm(matrix, axis=0)
-            candidates = np.flatnonzero(nonnegative_lasso(matrix, target, penalty) > 0)
-        if candidates.size:
-            solution = nnls(matrix[:, candidates], target, maxiter=50 * candidates.size)
-            chosen = candidates[solution > 0]
-            if chosen.size:
-                # On its positive set, NNLS is the least-squares fit; its covariance is the
-                # sandwich G^+ X' diag(noise) X G^+ with G = X'X (plug-in bit variances).
-                columns = matrix[:, chosen]
-                gram_inverse = np.linalg.pinv(columns.T @ columns)
-                spread = gram_inverse @ (columns.T * noise) @ columns @ gram_inverse
-                estimate[chosen] = solution[solution > 0]
-                stderr[chosen] = np.sqrt(np.maximum(np.diag(spread), 0.0))
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    pvalue[chosen] = normal_sf(estimate[chosen] / stderr[chosen])
-                pvalue[np.isnan(pvalue)] = 1.0
-                selected[chosen] = True
+        least_squares = not use_lasso and np.linalg.matrix_rank(matrix) == d
+        if least_squares:
+            # Every candidate identifiable: the ordinary least-squares fit, unbiased, whose
+            # sandwich covariance is the repetition variance (benchmarks/rappor_calibration.py).
+            chosen = np.arange(d)
+            estimate = np.linalg.lstsq(matrix, target, rcond=None)[0]
+        else:
+            chosen, estimate = _nonnegative_fit(matrix, target, use_lasso)
+        if chosen.size:
+            # The fit is least squares on `chosen` (NNLS is, on its positive set): covariance
+            # G^+ X' diag(noise) X G^+ with G = X'X (plug-in bit variances, a sandwich).
+            columns = matrix[:, chosen]
+            gram_inverse = np.linalg.pinv(columns.T @ columns)
+            spread = gram_inverse @ (columns.T * noise) @ columns @ gram_inverse
+            stderr[chosen] = np.sqrt(np.maximum(np.diag(spread), 0.0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                pvalue[chosen] = normal_sf(estimate[chosen] / stderr[chosen])
+            pvalue[np.isnan(pvalue)] = 1.0
+            selected[chosen] = True
     return RapporFit(
         estimate=estimate,
         stderr=stderr,
@@ -154,7 +155,26 @@ def fit_candidates(
         n=n,
         alpha=alpha,
         lasso=use_lasso,
+        least_squares=least_squares,
     )
+
+
+def _nonnegative_fit(
+    matrix: NDArray[np.float64], target: NDArray[np.float64], use_lasso: bool
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """(candidates with a positive fit, fitted counts: 0 elsewhere) of the non-negative
+    fit: NNLS, after a non-negative LASSO selection if `use_lasso`."""
+    d = matrix.shape[1]
+    candidates = np.arange(d)
+    if use_lasso:
+        # Universal threshold: a candidate with no reports enters only if its correlation
+        # with the residual beats sqrt(2 ln d) noise standard deviations.
+        penalty = math.sqrt(2 * math.log(max(d, 2))) * np.linalg.norm(matrix, axis=0)
+        candidates = np.flatnonzero(nonnegative_lasso(matrix, target, penalty) > 0)
+    estimate = np.zeros(d)
+    if candidates.size:
+        estimate[candidates] = nnls(matrix[:, candidates], target, maxiter=50 * candidates.size)
+    return np.flatnonzero(estimate > 0), estimate
 
 
 def design_variance(

@@ -38,7 +38,9 @@ BITS_PER_CHUNK = 1 << 22
 
 
 def default_subset_size(domain_size: int, epsilon: float) -> int:
-    """k = max(1, round(d / (e^eps + 1))), the size minimizing the variance (Wang et al. 2016)."""
+    """k = max(1, round(d / (e^eps + 1))), the size minimizing the variance (Wang et al. 2016),
+    at most d - 1; Python's round, a tie going to the even integer. Configs carry the k they
+    were created with (docs/protocol.md, "Derived parameters")."""
     return max(1, min(domain_size - 1, round(domain_size / (math.exp(epsilon) + 1))))
 
 
@@ -66,6 +68,9 @@ class SubsetSelection(PureOracle):
         e = math.exp(self.requested_epsilon)
         self.p = self.k * e / (self.k * e + d - self.k)
         self.fields = (Field("bits", "u1", packed_width(d)),)
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"k": self.k}
 
     @property
     def epsilon(self) -> float:

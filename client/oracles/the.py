@@ -8,6 +8,7 @@ p* = P(z > t | true item) and q* = P(z > t | other item), computed exactly from 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,6 +47,11 @@ class ThresholdHistogramEncoding(HistogramEncoding, PureOracle):
             self.threshold = math.floor(self.theta * self.resolution)
         p, q = self._exceed(np.array([self.threshold]))
         self._p_star, self._q_star = float(p[0]), float(q[0])
+
+    def derived_params(self) -> dict[str, Any]:
+        # The chosen integer threshold t as a theta with floor(theta R) = t: (t + 3/4) / R
+        # lies in (1/2, 1) for every t in [floor(R/2), R-1] and is exact in binary for R = 2^j.
+        return {"theta": (self.threshold + 0.75) / self.resolution}
 
     def _exceed(self, t: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return self.noise.exceed(self.resolution, t), self.noise.exceed(0, t)

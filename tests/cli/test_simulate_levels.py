@@ -36,7 +36,12 @@ def test_json_has_the_levels_the_combined_items_and_every_strategy() -> None:
     strategies = {(s["strategy"], s["threshold"]): s for s in data["strategies"]}
     assert set(strategies) == {
         ("optimal", None), ("minimum", None), ("threshold", 1.0), ("threshold", 2.0),
+        ("sample", 1.0), ("sample", 2.0),
     }  # fmt: skip
+    # Sample uses every user, so it beats Threshold at the same t; it never beats optimal.
+    for t in (1.0, 2.0):
+        sample, threshold = strategies[("sample", t)], strategies[("threshold", t)]
+        assert sample["variance_per_user"] < threshold["variance_per_user"]
     optimal = strategies[("optimal", None)]
     assert optimal["variance_vs_optimal"] == 1.0
     assert all(s["variance_vs_optimal"] > 1 for s in data["strategies"] if s is not optimal)
@@ -54,6 +59,20 @@ def test_threshold_simulates_only_the_levels_at_or_above_t() -> None:
     assert levels["high"]["epsilon_used"] is None and levels["high"]["weight"] == 0
     assert levels["low"]["epsilon_used"] == 1.0
     assert data["n_reporting"] == 20000 - levels["high"]["n"]
+
+
+def test_sample_simulates_every_level_at_t_and_estimates_within_its_stderr() -> None:
+    data = simulate_json(
+        "--oracle", "de", "--domain-size", "6", "--levels", MIX, "--n", "20000", "--seed", "1",
+        "--level-strategy", "sample", "--level-threshold", "1",
+    )  # fmt: skip
+    assert data["level_strategy"] == "sample" and data["n_reporting"] == 20000
+    levels = {row["level"]: row for row in data["levels"]}
+    # Below t a report guarantees the level's own epsilon; at or above t it is made at t.
+    assert levels["high"]["epsilon_used"] == 0.5 and levels["low"]["epsilon_used"] == 1.0
+    assert all(row["weight"] > 0 for row in data["levels"])
+    for item in data["items"]:
+        assert abs(item["estimate"] - item["true"]) < 5 * item["stderr"]  # 6 items, |z| < 5
 
 
 def test_the_table_shows_levels_items_and_the_strategy_comparison() -> None:

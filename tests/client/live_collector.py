@@ -132,7 +132,7 @@ class LiveCollector:
         not reach, unless they set one."""
         data = campaign_config(name, **{"lifetime_epsilon": 1e6, **changes})
         config_id = self.api.create_campaign(data)
-        config = CampaignConfig.from_dict(data).with_fixed_params()  # as the collector stores it
+        config = CampaignConfig.from_dict(data).as_created()  # as the collector stores it
         assert config.config_id == config_id
         return config
 

@@ -55,7 +55,7 @@ def test_levels_are_part_of_the_config_id_and_absent_without_levels() -> None:
     plain = config_of(levels={})
     assert "levels" not in plain.canonical_json()  # ids of configs without levels unchanged
     leveled = config_of()
-    assert '"levels":{"high":0.25,"low":3.0,"medium":1.0}' in leveled.canonical_json()
+    assert '"levels":{"high":0.25,"low":3,"medium":1}' in leveled.canonical_json()  # RFC 8785
     assert leveled.config_id != plain.config_id
     assert config_of(levels={**LEVELS, "high": 0.3}).config_id != leveled.config_id
     assert config_of(level_strategy="minimum").config_id != leveled.config_id
@@ -286,7 +286,9 @@ def test_simulated_levels_follow_the_configs_rule_and_match_the_plan() -> None:
     assert [p.oracle.epsilon for p in combination.parts] == pytest.approx([1.0, 1.0])
     np.testing.assert_array_equal(result.reporting_counts, level_counts({"x": 2500})["x"])
     fractions = {level: n / sum(USERS.values()) for level, n in USERS.items()}
-    [plan] = [p for p in plan_levels(config, fractions) if p.threshold == 1.0]
+    [plan] = [
+        p for p in plan_levels(config, fractions) if (p.strategy, p.threshold) == ("threshold", 1.0)
+    ]
     assert plan.reporting_fraction == pytest.approx(2500 / 5500)
     # The plan's variance is the simulated combination's, per user over all users.
     frequency_variance = np.max(combination.null_variance) / combination.n**2
@@ -299,6 +301,7 @@ def test_the_plan_ranks_optimal_first_and_minimum_is_one_epsilon_for_all() -> No
     plans = {(p.strategy, p.threshold): p for p in plan_levels(config, fractions)}
     assert set(plans) == {
         ("optimal", None), ("minimum", None), ("threshold", 1.0), ("threshold", 3.0),
+        ("sample", 1.0), ("sample", 3.0),
     }  # fmt: skip
     optimal = plans[("optimal", None)].variance_per_user
     assert all(p.variance_per_user >= optimal for p in plans.values())

@@ -11,6 +11,9 @@ from ldptel.client.campaign import CampaignConfig
 from ldptel.collector.auth import token_hash
 from ldptel.store import keys
 
+#: RAPPOR's f at epsilon 1 (h = 2, p = 0.5, q = 0.75): a multiple of 2^-31.
+RAPPOR_F_AT_1 = 1_147_042_122 / 2**31
+
 
 def error_of(response: Any) -> tuple[str, str]:
     body = response.json()["error"]
@@ -32,20 +35,34 @@ def test_created_campaign_is_served_with_its_config_id_as_etag(api: Api) -> None
     ("oracle", "fixed"),
     [
         ("she", {"resolution": 1}),
-        ("the", {"resolution": 2}),
-        ("rappor", {"k": 16, "h": 2, "m": 64, "p": 0.5, "q": 0.75}),
-        ("olh", {}),  # g follows epsilon (and each privacy level's)
+        ("the", {"resolution": 2, "theta": 0.875}),  # t = 1: (1 + 3/4) / 2
+        ("rappor", {"k": 16, "h": 2, "m": 64, "p": 0.5, "q": 0.75, "f": RAPPOR_F_AT_1}),
+        ("olh", {"g": 4}),  # round(e + 1)
+        ("ss", {"k": 1}),  # round(5 / (e + 1))
+        ("de", {}),
     ],
 )
 def test_a_campaign_is_stored_with_its_oracles_defaults_written_out(
     api: Api, oracle: str, fixed: dict[str, Any]
 ) -> None:
-    # So that a default changed in a later version cannot change an existing campaign.
+    # So that a default changed in a later version cannot change an existing campaign, and so
+    # that no client derives a parameter (docs/protocol.md, "Derived parameters").
     config_id = api.create_campaign(campaign_config(oracle=oracle))
     body = api.session.get(f"{api.url}/v1/campaigns/colors").json()
     assert body["params"] == fixed
     # The same campaign given with its defaults spelled out is the same config.
     assert api.create_campaign(campaign_config(oracle=oracle, params=fixed)) == config_id
+
+
+def test_a_campaign_with_levels_is_served_with_each_levels_derived_parameters(api: Api) -> None:
+    levels = {"high": 0.5, "medium": 1.0, "low": 2.0}
+    config_id = api.create_campaign(campaign_config(oracle="olh", epsilon=2.0, levels=levels))
+    body = api.session.get(f"{api.url}/v1/campaigns/colors").json()
+    # round(e^eps + 1) at each level's epsilon: the client reads g, never derives it.
+    assert body["level_params"] == {"high": {"g": 3}, "medium": {"g": 4}, "low": {"g": 8}}
+    assert body["params"] == {}
+    served = CampaignConfig.from_dict({k: v for k, v in body.items() if k != "config_id"})
+    assert served.config_id == config_id == body["config_id"]
 
 
 def test_an_auto_campaign_is_served_with_the_chosen_oracle_and_accepts_its_reports(

@@ -199,15 +199,43 @@ def test_candidates_are_estimated_within_their_standard_errors_and_detected() ->
 def test_standard_errors_are_close_to_the_design_variance() -> None:
     oracle = google()
     batch, _ = simulate(oracle, COUNTS, seed=43)
-    fit = oracle.fit(oracle.support(batch), lasso=False)
+    fit = oracle.fit(oracle.support(batch))
     n = int(COUNTS.sum())
     approx = np.sqrt(oracle.variance(n, COUNTS / n))
-    chosen = fit.selected
-    assert np.all(np.isfinite(approx))
-    # The fit's standard errors use only the selected candidates, so they are smaller.
-    assert np.all(fit.stderr[chosen] <= 1.2 * approx[chosen])
+    assert fit.least_squares and fit.selected.all() and np.all(np.isfinite(approx))
+    # Both are the least-squares covariance: the fit's from the data (observed cohort sizes,
+    # plug-in bit variances), the design's from N_c = n / m and the true frequencies.
+    np.testing.assert_allclose(fit.stderr, approx, rtol=0.05)
     assert np.all(oracle.variance(n)[:3] > 0)
     assert np.all(np.isinf(google(domain_size=2000).variance(n)))
+
+
+@pytest.mark.parametrize(("k", "h", "m", "epsilon"), [(8, 2, 16, 1.0743), (16, 1, 8, 2.0)])
+def test_stated_stderr_is_the_repetition_spread_and_intervals_cover(
+    k: int, h: int, m: int, epsilon: float
+) -> None:
+    oracle = Rappor(epsilon=epsilon, domain_size=8, k=k, h=h, m=m)
+    counts = np.array([6_000, 3_000, 1_000, 500, 0, 0, 0, 0])
+    values = np.repeat(np.arange(8), counts)
+    rng = np.random.default_rng(47)
+    repetitions = 300
+    fits = [
+        oracle.fit(oracle.support(oracle.perturb_batch(values, rng))) for _ in range(repetitions)
+    ]
+    estimates = np.array([fit.estimate for fit in fits])
+    stated = np.mean([fit.stderr**2 for fit in fits], axis=0)
+    assert all(fit.least_squares for fit in fits)
+    # Per candidate, (R - 1) s^2 / sigma^2 is chi^2(R - 1): a Bonferroni band over the 8.
+    ratio = estimates.var(axis=0, ddof=1) / stated
+    low, high = stats.chi2.ppf([1e-3 / 16, 1 - 1e-3 / 16], repetitions - 1) / (repetitions - 1)
+    assert np.all((low < ratio) & (ratio < high)), ratio
+    # Coverage of the 95% intervals: Binomial(R d, 0.95) (intervals of one repetition are
+    # correlated, so the band is widened by sqrt(d)).
+    covered = np.abs(estimates - counts) <= stats.norm.isf(0.025) * np.sqrt(
+        [fit.stderr**2 for fit in fits]
+    )
+    spread = np.sqrt(0.95 * 0.05 / covered.size * counts.size)
+    assert abs(covered.mean() - 0.95) < 4 * spread, covered.mean()
 
 
 def test_many_candidates_go_through_the_lasso_without_crashing() -> None:

@@ -37,7 +37,7 @@ def test_defaults_are_fixed_params_so_a_campaign_keeps_them(name: str) -> None:
     assert oracle.fixed_params() == {"k": 1024, "m": 1024}
     config = CampaignConfig.from_dict(
         {"name": "words", "oracle": name, "epsilon": 2.0, "domain": ["a", "b", "c"]}
-    ).with_fixed_params()
+    ).as_created()
     assert config.params == {"k": 1024, "m": 1024}
 
 
