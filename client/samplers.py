@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import secrets
 from typing import Any
 
 import numpy as np
@@ -124,6 +126,25 @@ def sample_bernoulli(rng: Rng, prob: float, size: int) -> NDArray[np.bool_]:
         bits[undecided[draws < digit]] = True
         undecided = undecided[draws == digit]
     return bits
+
+
+def bernoulli_one(prob: float) -> bool:
+    """One bit from the OS CSPRNG, 1 with probability exactly `prob`: sample_bernoulli's
+    digit-by-digit comparison for a single draw, in Python integers (the SDK's per-report
+    path, where numpy's per-call overhead is most of the cost)."""
+    if prob >= 1.0:
+        return True
+    for digit in base256_digits(max(prob, 0.0)):
+        byte = os.urandom(1)[0]
+        if byte != digit:
+            return byte < digit
+    return False
+
+
+def uniform_below_one(upper: int) -> int:
+    """One integer uniform on [0, upper) from the OS CSPRNG, exactly (secrets.randbelow:
+    rejection sampling on uniform bits)."""
+    return secrets.randbelow(upper)
 
 
 def sample_bernoulli_words(rng: Rng, a: int, b: int, size: int) -> NDArray[np.uint64]:

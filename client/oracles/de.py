@@ -16,10 +16,16 @@ from ldptel.client.oracles.base import (
     PureOracle,
     ReportBatch,
     WireReport,
+    check_int,
     decode_int_field,
 )
-from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
+from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.samplers import (
+    bernoulli_one,
+    sample_bernoulli,
+    sample_uniform_below,
+    uniform_below_one,
+)
 
 
 class DirectEncoding(PureOracle):
@@ -48,6 +54,17 @@ class DirectEncoding(PureOracle):
     @property
     def q_star(self) -> float:
         return self.q
+
+    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
+        """One report; from the OS CSPRNG (the SDK's path) in Python integers, with the same
+        exact law as perturb_batch."""
+        if rng is not None and not isinstance(rng, SecureRandom):
+            return super().perturb(value, rng)
+        value = check_int(value, "value", 0, self.domain_size - 1)
+        if bernoulli_one(self.p):
+            return {"y": value}
+        other = uniform_below_one(self.domain_size - 1)
+        return {"y": other + (other >= value)}
 
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
         values = np.asarray(values, dtype=np.int64)

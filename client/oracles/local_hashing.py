@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ReportError
-from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes
+from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes, lh_hash_scalar
 from ldptel.client.oracles.base import (
     Field,
     PureOracle,
@@ -30,8 +30,13 @@ from ldptel.client.oracles.base import (
     check_reports,
     report_int,
 )
-from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
+from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.samplers import (
+    bernoulli_one,
+    sample_bernoulli,
+    sample_uniform_below,
+    uniform_below_one,
+)
 
 #: Largest g: y travels and is stored as an unsigned 32-bit integer.
 MAX_G = 2**32 - 1
@@ -84,7 +89,8 @@ class LocalHashing(PureOracle):
         self.g = check_int(g, "g", 2, MAX_G)
         self.labels = check_labels(labels, self.domain_size)
         self.fields = (Field("seed", "<u4"), Field("y", "<u4"))
-        self._lane0, self._lane1 = key_lanes(item_keys(self.labels))
+        self._keys = item_keys(self.labels)
+        self._lane0, self._lane1 = key_lanes(self._keys)
         # k-RR over the g buckets: p = e^eps / (e^eps + g - 1), written with e^-eps so it
         # cannot overflow. Each other bucket gets what the sampler leaves: (1 - p) / (g - 1).
         self.p = 1.0 / (1.0 + (self.g - 1) * math.exp(-self.requested_epsilon))
@@ -127,6 +133,19 @@ class LocalHashing(PureOracle):
         return hashes
 
     # -- client ----------------------------------------------------------------------------
+    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
+        """One report; from the OS CSPRNG (the SDK's path) with scalar draws, with the same
+        exact law as perturb_batch."""
+        if rng is not None and not isinstance(rng, SecureRandom):
+            return super().perturb(value, rng)
+        value = check_int(value, "value", 0, self.domain_size - 1)
+        seed = uniform_below_one(SEED_LIMIT)
+        x = lh_hash_scalar(int(self._keys[value]), seed) % self.g
+        if bernoulli_one(self.p):
+            return {"seed": seed, "y": x}
+        other = uniform_below_one(self.g - 1)
+        return {"seed": seed, "y": other + (other >= x)}
+
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
         values = np.asarray(values, dtype=np.int64)
         seeds = sample_uniform_below(rng, SEED_LIMIT, values.size).astype(np.uint32)

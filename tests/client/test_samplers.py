@@ -295,3 +295,35 @@ def test_the_start_probability_is_the_cheapest_dyadic_near_the_target(
         a, b = samplers._start_probability(1000, float(t))
         assert 0 <= b <= MAX_START_BITS and 0 <= a <= 2**b and (a % 2 == 1 or b == 0)
         assert abs(a / 2**b - t) <= 0.5
+
+
+# -- one draw from the OS CSPRNG (the SDK's per-report path) ----------------------------------
+
+
+def test_one_bernoulli_draw_compares_bytes_with_the_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 0.2689... = 0.(68)(220)... in base 256: a byte below the digit decides 1, above 0,
+    # equal defers to the next byte; equal through the last digit means U >= prob: 0.
+    digits = samplers.base256_digits(0.2689414213699951)
+    cases = [([67], True), ([69], False), ([68, digits[1] - 1], True), ([68, digits[1] + 1], False)]
+    for stream, expected in cases:
+        feed = iter(stream)
+        monkeypatch.setattr(samplers.os, "urandom", lambda n, feed=feed: bytes([next(feed)]))
+        assert samplers.bernoulli_one(0.2689414213699951) is expected
+    feed = iter([64])
+    monkeypatch.setattr(samplers.os, "urandom", lambda n, feed=feed: bytes([next(feed)]))
+    assert samplers.bernoulli_one(0.25) is False  # 0.25 = 0.(64): U = 0.25... >= 0.25
+    assert samplers.bernoulli_one(1.0) is True and samplers.bernoulli_one(0.0) is False
+
+
+def test_one_bernoulli_draw_has_the_exact_rate() -> None:
+    # 2^20 draws: the later digits' 0.0033 (what stopping at the first digit loses) is
+    # 7.5 standard deviations, so this catches the sampler the batch check above catches.
+    prob = 0.2689414213699951
+    bits = np.array([samplers.bernoulli_one(prob) for _ in range(1 << 20)])
+    rate_z, pair_z = rate_and_pair_z(bits, prob)
+    assert max(abs(rate_z), abs(pair_z)) < stats.norm.isf(OS_ALPHA / 4)
+
+
+def test_one_integer_below_a_bound_is_uniform() -> None:
+    draws = [samplers.uniform_below_one(7) for _ in range(70_000)]
+    assert stats.chisquare(np.bincount(draws, minlength=7)).pvalue > OS_ALPHA

@@ -11,6 +11,8 @@ import pytest
 
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles import make_oracle
+from ldptel.client.oracles.de import DirectEncoding
+from ldptel.client.randomness import SecureRandom
 
 VECTORS = json.loads((Path(__file__).parents[2] / "vectors" / "de.json").read_text())
 
@@ -37,3 +39,14 @@ def test_malformed_vectors_are_rejected_naming_the_field(case: dict[str, Any]) -
         oracle.decode([{"y": 0}, case["report"]])
     assert raised.value.field == f"reports[1].{case['field']}"
     assert case["reason"] in raised.value.reason
+
+
+def test_one_report_from_the_os_csprng_has_the_exact_law(monkeypatch) -> None:
+    # The SDK's scalar path (no numpy batch): P[y = v] = p, every other value q.
+    from scipy import stats
+
+    oracle = DirectEncoding(epsilon=1.0, domain_size=4)
+    monkeypatch.setattr(oracle, "perturb_batch", None)  # the scalar path must not use it
+    reports = [oracle.perturb(2, SecureRandom())["y"] for _ in range(40_000)]
+    expected = np.array([oracle.q, oracle.q, oracle.p, oracle.q]) * len(reports)
+    assert stats.chisquare(np.bincount(reports, minlength=4), expected).pvalue > 1e-6

@@ -137,3 +137,17 @@ def test_vectors() -> None:
         batch = oracle.decode(case["reports"])
         estimate = oracle.estimate(oracle.support(batch), len(case["reports"]))
         assert estimate.tolist() == pytest.approx(case["estimate"], rel=1e-12)
+
+
+def test_one_report_from_the_os_csprng_has_the_exact_law() -> None:
+    # The SDK's scalar path: each index of the value's row's +1 side with probability
+    # p / (K/2), each of its -1 side (1 - p) / (K/2), as perturb_batch draws them.
+    from scipy import stats
+
+    from ldptel.client.randomness import SecureRandom
+
+    oracle = HadamardResponse(epsilon=1.0, domain_size=6)
+    reports = [oracle.perturb(4, SecureRandom())["y"] for _ in range(40_000)]
+    inside = parity(np.arange(oracle.K) & 5) == 0  # row = value + 1
+    expected = np.where(inside, oracle.p, 1 - oracle.p) / (oracle.K / 2) * len(reports)
+    assert stats.chisquare(np.bincount(reports, minlength=oracle.K), expected).pvalue > 1e-6

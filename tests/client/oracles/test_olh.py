@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.base import MAX_EPSILON
 from ldptel.client.oracles.local_hashing import MAX_G
 from ldptel.client.oracles.olh import OptimizedLocalHashing, optimal_g
+from ldptel.client.randomness import SecureRandom
 
 VECTORS = Path(__file__).parents[2] / "vectors" / "olh.json"
 
@@ -106,3 +108,16 @@ def test_vectors() -> None:
         )
         assert oracle.p_star == pytest.approx(case["p"], rel=1e-12)
         check_case(oracle, case)
+
+
+def test_one_report_from_the_os_csprng_has_the_exact_law(monkeypatch) -> None:
+    # The SDK's scalar path: the true bucket with probability p, each other bucket q.
+    from scipy import stats
+
+    oracle = OptimizedLocalHashing(epsilon=1.0, domain_size=8)
+    reports = [oracle.perturb(5, SecureRandom()) for _ in range(40_000)]
+    seeds = np.array([r["seed"] for r in reports], dtype=np.uint32)
+    truth = oracle.buckets(np.full(seeds.size, 5), seeds)
+    offset = (np.array([r["y"] for r in reports]) - truth) % oracle.g  # 0: kept
+    expected = np.array([oracle.p] + [oracle.q_other] * (oracle.g - 1)) * len(reports)
+    assert stats.chisquare(np.bincount(offset, minlength=oracle.g), expected).pvalue > 1e-6
