@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError, ReportError
-from ldptel.client.randomness import Rng, default_rng
+from ldptel.client.randomness import Rng, SecureRandom, default_rng
 
 ReportBatch = dict[str, NDArray[Any]]
 WireReport = dict[str, Any]
@@ -168,10 +168,19 @@ class FrequencyOracle(ABC):
         """Randomize each true value (an index into the domain) independently."""
 
     def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
-        """Randomize one value; returns its wire form. Uses the OS CSPRNG by default."""
+        """Randomize one value; returns its wire form. Uses the OS CSPRNG by default, through
+        `perturb_one` (the SDK's path); another source goes through `perturb_batch`."""
         if not 0 <= int(value) < self.domain_size:
             raise ParameterError("value", f"must be in [0, {self.domain_size}), got {value}")
-        batch = self.perturb_batch(np.array([value], dtype=np.int64), rng or default_rng())
+        if rng is None or isinstance(rng, SecureRandom):
+            return self.perturb_one(int(value))
+        return self.encode(self.perturb_batch(np.array([value], dtype=np.int64), rng))[0]
+
+    def perturb_one(self, value: int) -> WireReport:
+        """One report of a checked value from the OS CSPRNG. Oracles whose batch path is
+        mostly numpy's per-call overhead for one value override it with scalar draws of the
+        same exact law."""
+        batch = self.perturb_batch(np.array([value], dtype=np.int64), default_rng())
         return self.encode(batch)[0]
 
     # -- wire ------------------------------------------------------------------------------

@@ -16,10 +16,9 @@ from ldptel.client.oracles.base import (
     PureOracle,
     ReportBatch,
     WireReport,
-    check_int,
     decode_int_field,
 )
-from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,
     sample_bernoulli,
@@ -55,12 +54,8 @@ class DirectEncoding(PureOracle):
     def q_star(self) -> float:
         return self.q
 
-    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
-        """One report; from the OS CSPRNG (the SDK's path) in Python integers, with the same
-        exact law as perturb_batch."""
-        if rng is not None and not isinstance(rng, SecureRandom):
-            return super().perturb(value, rng)
-        value = check_int(value, "value", 0, self.domain_size - 1)
+    def perturb_one(self, value: int) -> WireReport:
+        # perturb_batch's law in Python integers (the SDK's per-report path).
         if bernoulli_one(self.p):
             return {"y": value}
         other = uniform_below_one(self.domain_size - 1)

@@ -20,10 +20,9 @@ from ldptel.client.oracles.base import (
     PureOracle,
     ReportBatch,
     WireReport,
-    check_int,
     decode_int_field,
 )
-from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,
     sample_bernoulli,
@@ -93,12 +92,9 @@ class HadamardResponse(PureOracle):
         # The support is the histogram of reported indices; `estimate` transforms it once.
         return self.K
 
-    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
-        """One report; from the OS CSPRNG (the SDK's path) with scalar draws, with the same
-        exact law as perturb_batch."""
-        if rng is not None and not isinstance(rng, SecureRandom):
-            return super().perturb(value, rng)
-        row = check_int(value, "value", 0, self.domain_size - 1) + 1
+    def perturb_one(self, value: int) -> WireReport:
+        # perturb_batch's law with scalar draws (the SDK's per-report path).
+        row = value + 1
         y = uniform_below_one(self.K)
         inside = (row & y).bit_count() % 2 == 0
         if inside != bernoulli_one(self.p):

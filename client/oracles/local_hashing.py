@@ -30,7 +30,7 @@ from ldptel.client.oracles.base import (
     check_reports,
     report_int,
 )
-from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,
     sample_bernoulli,
@@ -133,12 +133,8 @@ class LocalHashing(PureOracle):
         return hashes
 
     # -- client ----------------------------------------------------------------------------
-    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
-        """One report; from the OS CSPRNG (the SDK's path) with scalar draws, with the same
-        exact law as perturb_batch."""
-        if rng is not None and not isinstance(rng, SecureRandom):
-            return super().perturb(value, rng)
-        value = check_int(value, "value", 0, self.domain_size - 1)
+    def perturb_one(self, value: int) -> WireReport:
+        # perturb_batch's law with scalar draws (the SDK's per-report path).
         seed = uniform_below_one(SEED_LIMIT)
         x = lh_hash_scalar(int(self._keys[value]), seed) % self.g
         if bernoulli_one(self.p):
