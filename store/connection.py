@@ -29,6 +29,12 @@ REDIS_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterExcep
 #: A slot moved or is moving (resharding, failover): the command was not run (MovedError is
 #: an AskError; TRYAGAIN answers multi-key commands during a migration).
 SLOT_MOVED_ERRORS: tuple[type[Exception], ...] = (AskError, TryAgainError)
+#: What a node answers while its slot fails over: moved, or the node gone.
+FAILOVER_ERRORS: tuple[type[Exception], ...] = (
+    *SLOT_MOVED_ERRORS,
+    redis.ConnectionError,
+    redis.TimeoutError,
+)
 
 #: What `connect` returns: one server's client or a cluster's; both speak the commands the
 #: store uses (keys of one operation share a hash tag, so a cluster runs them on one node).
@@ -136,7 +142,7 @@ def eval_and_wait(
         except NoScriptError:  # a new or restarted master: load it, then run again
             node.script_load(script.script)
             continue
-        except (*SLOT_MOVED_ERRORS, redis.ConnectionError, redis.TimeoutError):
+        except FAILOVER_ERRORS:
             refresh_slots(client)
             if moved:
                 raise

@@ -65,22 +65,26 @@ class Client:
         raise AssertionError(f"batch {key} never acknowledged")
 
 
-def send_while(client: Client, fault: Callable[[], None]) -> None:
-    """BATCHES batches from 8 threads; `fault` runs in a thread once 60 are acknowledged."""
+def send_while(
+    client: Client, fault: Callable[[], None], batches: int = BATCHES, after: int = 60
+) -> None:
+    """`batches` more batches from 8 threads; `fault` runs in a thread once `after` of them
+    are acknowledged."""
+    before = len(client.acknowledged)
 
     def inject() -> None:
         deadline = time.monotonic() + 60
-        while len(client.acknowledged) < 60 and time.monotonic() < deadline:
+        while len(client.acknowledged) < before + after and time.monotonic() < deadline:
             time.sleep(0.01)
         fault()
 
     injector = threading.Thread(target=inject, daemon=True)
     injector.start()
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(client.send, range(BATCHES)))
+        list(pool.map(client.send, range(batches)))
     injector.join(timeout=60)
     assert not injector.is_alive()
-    assert len(client.acknowledged) == BATCHES
+    assert len(client.acknowledged) == before + batches
 
 
 def stored(redis_client: Any) -> list[codec.StreamEntry]:

@@ -32,6 +32,8 @@ from ldptel.store.redis_server import LocalCluster, RedisServer
 #: A master unreachable this long is failed by the others and its replica promoted.
 NODE_TIMEOUT_MS = 1000
 WAIT_ONE_REPLICA = {"LDPTEL_REDIS_WAIT_REPLICAS": "1"}
+#: Batches sent around each fault (a quarter before it).
+PHASE_BATCHES = 120
 STREAM = keys.stream("colors", 0)  # the test campaign has one shard
 
 
@@ -82,60 +84,45 @@ def is_master_with_replica(node: RedisServer) -> bool:
     return info["role"] == "master" and bool(replica) and replica["state"] == "online"
 
 
-def check_aggregated_once(url: str, acknowledged: dict[str, int]) -> None:
-    store = connect(url)
-    try:
-        assert Worker(store, worker_id="after-failover").run_pass().reports == sum(
-            acknowledged.values()
-        )
-        assert Worker(store, worker_id="again").run_pass().entries == 0
-    finally:
-        store.close()
-
-
-def test_a_manual_failover_under_ingest_loses_and_doubles_nothing(
+def test_failovers_under_ingest_lose_and_double_nothing_with_wait(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    master, replica = master_of_stream(cluster)
-    with served(cluster.url, tmp_path, env=WAIT_ONE_REPLICA) as collector:
+    """By hand (CLUSTER FAILOVER on the replica), then the new master SIGKILLed: its replica
+    (the first master) is promoted, and the killed node restarted rejoins as its replica."""
+    first, second = master_of_stream(cluster)
+    with served(cluster.url, tmp_path, workers=1, env=WAIT_ONE_REPLICA) as collector:
         client = setup(collector)
+        faults: list[str] = []
 
-        def fail_over() -> None:
-            with redis.Redis(port=replica.port) as promoted:
-                promoted.cluster("FAILOVER")
-            wait_until(lambda: is_master_with_replica(replica), "promoted")
+        def fail_over_by_hand() -> None:
+            with redis.Redis(port=second.port) as replica:
+                replica.cluster("FAILOVER")
+            wait_until(lambda: is_master_with_replica(second), "promoted")
+            faults.append("by hand")
 
-        send_while(client, fail_over)
-    assert master_of_stream(cluster) == (replica, master)  # the roles swapped under load
-    store = connect(cluster.url)
-    assert_exactly_once(client, store)
-    store.close()
-    check_aggregated_once(cluster.url, client.acknowledged)
-
-
-def test_a_killed_master_under_ingest_loses_and_doubles_nothing_with_wait(
-    cluster: LocalCluster, tmp_path: Path
-) -> None:
-    master, replica = master_of_stream(cluster)
-    with served(cluster.url, tmp_path, env=WAIT_ONE_REPLICA) as collector:
-        client = setup(collector)
-        rejoined: list[bool] = []
+        send_while(client, fail_over_by_hand, batches=PHASE_BATCHES, after=PHASE_BATCHES // 4)
+        assert master_of_stream(cluster) == (second, first)  # the roles swapped under load
 
         def kill_and_rejoin() -> None:
-            master.kill()
-            wait_until(lambda: replication(replica)["role"] == "master", "promoted")
-            # Until the old master rejoins as the new one's replica, WAIT cannot be met:
+            second.kill()
+            wait_until(lambda: replication(first)["role"] == "master", "promoted")
+            # Until the killed node rejoins as the new master's replica, WAIT cannot be met:
             # clients get 503 and retry, as for a down Redis.
-            master.start()
-            wait_until(lambda: is_master_with_replica(replica), "rejoined as its replica")
-            rejoined.append(True)
+            second.start()
+            wait_until(lambda: is_master_with_replica(first), "rejoined as its replica")
+            faults.append("killed")
 
-        send_while(client, kill_and_rejoin)
-    assert rejoined and client.statuses[503] > 0
+        send_while(client, kill_and_rejoin, batches=PHASE_BATCHES, after=PHASE_BATCHES // 4)
+    assert faults == ["by hand", "killed"] and client.statuses[503] > 0
+    assert master_of_stream(cluster) == (first, second)
     store = connect(cluster.url)
-    assert_exactly_once(client, store)
-    store.close()
-    check_aggregated_once(cluster.url, client.acknowledged)
+    try:
+        assert_exactly_once(client, store)
+        counted = Worker(store, worker_id="after-failovers").run_pass()
+        assert counted.reports == sum(client.acknowledged.values())
+        assert Worker(store, worker_id="again").run_pass().entries == 0  # counted once
+    finally:
+        store.close()
 
 
 def fill_replication_buffer(master: RedisServer) -> None:
