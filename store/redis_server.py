@@ -298,6 +298,30 @@ class LocalCluster(_Managed):
             and replication.get("master_link_status", "up") == "up"
         )
 
+    def master_of(self, key: str) -> tuple[RedisServer, list[RedisServer]]:
+        """The node that serves `key`'s slot as its master (by its own account: roles change
+        with failovers), and that master's connected replicas."""
+        import redis
+
+        for node in self.nodes:
+            try:
+                with redis.Redis(host="127.0.0.1", port=node.port) as client:
+                    replication = client.info("replication")
+                    slot = client.cluster("KEYSLOT", key)
+                    # CLUSTER SLOTS rows: [first slot, last slot, [master host, port, id], ...]
+                    rows = client.cluster("SLOTS")
+            except redis.ConnectionError:  # a killed node
+                continue
+            owns = any(first <= slot <= last and m[1] == node.port for first, last, m, *_ in rows)
+            if replication["role"] == "master" and owns:
+                ports = {
+                    value["port"]
+                    for name, value in replication.items()
+                    if name.startswith("slave") and isinstance(value, dict)
+                }
+                return node, [n for n in self.nodes if n.port in ports]
+        raise RedisServerError(f"no node serves the slot of {key!r} as its master")
+
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()

@@ -56,23 +56,9 @@ def replication(node: RedisServer) -> dict[str, Any]:
 
 
 def master_of_stream(cluster: LocalCluster) -> tuple[RedisServer, RedisServer]:
-    """(master, its replica) of the stream's slot: the master that says it owns the slot."""
-    for node in cluster.nodes:
-        info = replication(node)
-        if info["role"] == "master" and owns_stream_slot(node):
-            replica_port = info["slave0"]["port"]
-            return node, next(n for n in cluster.nodes if n.port == replica_port)
-    raise AssertionError("no master owns the stream's slot")
-
-
-def owns_stream_slot(node: RedisServer) -> bool:
-    with redis.Redis(port=node.port) as client:
-        slot = client.cluster("KEYSLOT", STREAM)
-        # CLUSTER SLOTS rows: [first slot, last slot, [master host, port, id], ...]
-        return any(
-            first <= slot <= last and master[1] == node.port
-            for first, last, master, *_ in client.cluster("SLOTS")
-        )
+    """(master, its one replica) of the stream's slot."""
+    master, (replica,) = cluster.master_of(STREAM)
+    return master, replica
 
 
 def is_master_with_replica(node: RedisServer) -> bool:
