@@ -200,6 +200,13 @@ def aggregate(url: str, workers: int) -> float:
     return time.perf_counter() - started
 
 
+def drain(url: str, workers: int, redis_pids: list[int]) -> tuple[float, float, float]:
+    """(seconds, CPU seconds of the workers, CPU seconds of Redis) of one `aggregate`."""
+    redis_before, workers_before = cpu_seconds(redis_pids), children_cpu()
+    seconds = aggregate(url, workers)
+    return seconds, children_cpu() - workers_before, cpu_seconds(redis_pids) - redis_before
+
+
 def measure(
     topology: Topology, args: argparse.Namespace, config: CampaignConfig, load: LoadAverage
 ) -> dict[str, Any]:
@@ -215,6 +222,9 @@ def measure(
             token = requests.post(f"{base}/v1/tokens", json={"app": "bench"}, headers=admin)
             body = make_body(config, config_id, args.batch)
             ports = [port for _, port in collectors]
+            # What a pass costs with nothing to apply (process start, imports, leases): taken
+            # off the pass after ingestion, so the figures are per report, not per process.
+            idle = drain(url, args.workers, redis_pids)
             memory_before = used_memory(nodes)
             collector_pids = [p for c, _ in collectors for p in process_tree(c.pid)]
             cpu_before = cpu_seconds(redis_pids)
@@ -227,10 +237,8 @@ def measure(
             for process, _ in collectors:
                 process.terminate()
                 process.wait(timeout=60)
-        cpu_before, workers_before = cpu_seconds(redis_pids), children_cpu()
-        seconds = aggregate(url, args.workers)
-        aggregate_cpu = cpu_seconds(redis_pids) - cpu_before
-        workers_cpu = children_cpu() - workers_before
+        full = drain(url, args.workers, redis_pids)
+        seconds, workers_cpu, aggregate_cpu = (a - b for a, b in zip(full, idle, strict=True))
     reports = loaded["reports"]
     during = load.samples[first_sample:] or [os.getloadavg()[0]]
     return {
