@@ -16,6 +16,7 @@ the kill to the replica's promotion, and the longest time without any 202 (the o
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import threading
@@ -128,7 +129,7 @@ def trial(wait: int, args: argparse.Namespace, config: CampaignConfig) -> dict[s
             marks = sum(1 for _ in store.scan_iter(match=keys.idempotency("bench", 0, "*")))
             entries = store.xlen(STREAM)
     acked = sorted(load.acknowledged.values())
-    gaps = [later - earlier for earlier, later in zip(acked, acked[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(acked)]
     return {
         "wait_replicas": wait,
         "acknowledged": len(load.acknowledged),
