@@ -126,8 +126,9 @@ class RefusalLimit:
     token is answered 429 before its body is gunzipped or parsed, until the window ends. Each
     refusal is one INCR in Redis (the count across workers); a worker remembers a token that
     passed the limit itself, so the check costs no Redis call and a valid request none at all.
-    A worker learns of the exhaustion at its own next refusal: at most `limit + workers - 1`
-    refused requests of a token are processed per window.
+    Requests already past the check when the count reaches the limit are still processed, and
+    a worker learns of the exhaustion at its own next refusal: per window, at most `limit` plus
+    about one refusal per connection the token has open at that moment.
     """
 
     def __init__(
