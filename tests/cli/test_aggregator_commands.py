@@ -124,6 +124,9 @@ def test_report_errors_are_one_line(redis_client: Any, redis_url: str, capsys: A
         "ldptel report: error: html: cannot write /nonexistent/dir/r.html: "
         "No such file or directory\n"
     )
+    unwritable = ["--window", "2023-11-15", "--csv", "/nonexistent/dir/r.csv"]
+    assert main(["report", "screens", *unwritable, "--redis-url", redis_url]) == 2
+    assert capsys.readouterr().err.startswith("ldptel report: error: csv: cannot write ")
 
     assert main(["report", "screens", "--redis-url", "redis://127.0.0.1:1/0"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
