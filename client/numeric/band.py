@@ -130,10 +130,8 @@ class SlidingBand(CodeMechanism):
 
     def audit_probabilities(self, level: int, other: int) -> NDArray[np.float64]:
         events = self.regions(np.arange(self.outputs), level, other)
-        probabilities: NDArray[np.float64] = np.bincount(
-            events, weights=self.code_probabilities(level), minlength=len(REGIONS)
-        )
-        return probabilities
+        weights = self.code_probabilities(level)
+        return np.bincount(events, weights=weights, minlength=len(REGIONS)).astype(np.float64)
 
 
 class Piecewise(SlidingBand):
