@@ -206,3 +206,12 @@ def test_bad_parameters_are_refused_naming_the_field(params: dict[str, Any], fie
     with pytest.raises(ParameterError) as caught:
         make_mechanism("pm", **{"epsilon": 1.0, **params})
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("name", ["pm", "sw", "hm"])
+def test_closed_form_second_moments_equal_the_laws(name: str) -> None:
+    mechanism = build(name, 1.3)
+    values = mechanism.code_values
+    np.testing.assert_allclose(
+        mechanism.second_moments(), mechanism.law() @ (values * values), rtol=1e-10
+    )
