@@ -72,10 +72,7 @@ def paper_worst_variance(name: str, epsilon: float) -> float:
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0])
 @pytest.mark.parametrize("name", ["duchi", "pm", "hm"])
 def test_the_worst_case_variance_is_the_papers_on_a_fine_grid(name: str, epsilon: float) -> None:
-    if name == "hm" and epsilon <= PURE_DUCHI_BELOW:
-        name_for_paper = "duchi"
-    else:
-        name_for_paper = name
+    name_for_paper = "duchi" if name == "hm" and epsilon <= PURE_DUCHI_BELOW else name
     fine = {"duchi": {}, "pm": {"resolution": 4096}, "hm": {"resolution": 4096}}[name]
     mechanism = build(name, epsilon, **fine)
     half = (mechanism.high - mechanism.low) / 2
