@@ -61,7 +61,7 @@ from ldptel.client.oracles.base import (
     check_int,
     check_report_epsilon,
 )
-from ldptel.client.randomness import Rng, default_rng
+from ldptel.client.randomness import Rng, SecureRandom, default_rng
 from ldptel.client.samplers import uniform_words
 from ldptel.client.simplex import norm_sub
 
@@ -124,6 +124,17 @@ def alpha_point_levels(
     up = whole | (np.asarray(alpha, dtype=np.uint64) < threshold)
     levels: NDArray[np.int64] = below + up
     return levels
+
+
+def alpha_point_level(value: float, alpha: int, low: float, high: float, resolution: int) -> int:
+    """`alpha_point_levels` for one value in Python floats and integers (the SDK's scalar
+    path; the same IEEE operations, so the same level for the same alpha)."""
+    if math.isnan(value):
+        raise ParameterError("value", "must be a number, got NaN")
+    clipped = min(max(value, low), high)
+    scaled = min(max((clipped - low) / (high - low) * resolution, 0.0), float(resolution))
+    below = min(math.floor(scaled), resolution - 1)
+    return below + (alpha < math.ceil(math.ldexp(scaled - below, 64)))
 
 
 def draw_alpha() -> int:
@@ -252,15 +263,26 @@ class NumericMechanism(ReportMechanism):
         """One report of a level already rounded (the SDK's path for repeated collection: the
         level from one kept alpha, `alpha_point_levels`, and a memoized report per level)."""
         level = check_int(level, "level", 0, self.resolution)
-        batch = self.perturb_levels(np.array([level]), default_rng() if rng is None else rng)
-        return self.encode(batch)[0]
+        if rng is None or isinstance(rng, SecureRandom):
+            return self.perturb_level_one(level)
+        return self.encode(self.perturb_levels(np.array([level]), rng))[0]
 
     def perturb(self, value: float, rng: Rng | None = None) -> WireReport:
-        """One report of `value` in its wire form, from the OS CSPRNG unless told otherwise."""
+        """One report of `value` in its wire form. From the OS CSPRNG by default, through
+        `perturb_level_one` (the SDK's path); another source goes through `perturb_batch`."""
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ParameterError("value", f"must be a number, got {type(value).__name__}")
-        batch = self.perturb_batch(np.array([float(value)]), default_rng() if rng is None else rng)
-        return self.encode(batch)[0]
+        if rng is None or isinstance(rng, SecureRandom):
+            alpha = draw_alpha()
+            level = alpha_point_level(float(value), alpha, self.low, self.high, self.resolution)
+            return self.perturb_level_one(level)
+        return self.encode(self.perturb_batch(np.array([float(value)]), rng))[0]
+
+    def perturb_level_one(self, level: int) -> WireReport:
+        """One report of a level from the OS CSPRNG. Mechanisms whose batch path is mostly
+        numpy's per-call overhead for one report override it with scalar draws of the same
+        exact law."""
+        return self.encode(self.perturb_levels(np.array([level]), default_rng()))[0]
 
     # -- aggregator ------------------------------------------------------------------------
     @abstractmethod

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from ldptel.client.numeric.codes import CodeMechanism
 from ldptel.client.oracles.base import ReportBatch, check_int
 from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_uniform_below
+from ldptel.client.samplers import sample_uniform_below, uniform_below_one
 
 #: B K, the probability's span over the range, by default (B = SPAN // K): T = 2A + B K stays
 #: below 2^40 down to epsilon = 0.001, and A's rounding moves the loss by < 2^-28 relative.
@@ -77,6 +77,9 @@ class Duchi(CodeMechanism):
     def perturb_levels(self, levels: NDArray[np.int64], rng: Rng) -> ReportBatch:
         u = sample_uniform_below(rng, self.total, levels.size)
         return {"y": (u < self.base + self.step * levels).astype(np.uint16)}
+
+    def code_one(self, level: int) -> int:
+        return int(uniform_below_one(self.total) < self.base + self.step * level)
 
     @property
     def code_values(self) -> NDArray[np.float64]:
