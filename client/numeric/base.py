@@ -44,6 +44,7 @@ aggregator's window state stays exact integer counts.
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 from abc import abstractmethod
@@ -304,17 +305,22 @@ class NumericMechanism(ReportMechanism):
     def report_variance(self, values: ArrayLike) -> NDArray[np.float64]:
         """Exact variance of one report's value for each true value (rounding included)."""
         below, fraction = self.positions(values)
-        second = self._level_second_moments()
+        second = self._second_moments
         mixed = (1 - fraction) * second[below] + fraction * second[below + 1]
         x = self.level_value(below + fraction)
         result: NDArray[np.float64] = np.maximum(mixed - x * x, 0.0)
         return result
 
     def worst_report_variance(self) -> float:
-        """max over values x of `report_variance(x)`: on each segment between two levels it is
-        a concave quadratic in the fraction f, so its maximum is at the stationary point
-        f* = (slope of E[y^2] / (2 dx) - x_s) / dx, clipped to [0, 1]."""
-        second = self._level_second_moments()
+        """max over values x of `report_variance(x)` (computed once per mechanism)."""
+        return self._worst_report_variance
+
+    @functools.cached_property
+    def _worst_report_variance(self) -> float:
+        """On each segment between two levels the variance is a concave quadratic in the
+        fraction f, so its maximum is at the stationary point f* = (slope of E[y^2] / (2 dx)
+        - x_s) / dx, clipped to [0, 1]."""
+        second = self._second_moments
         x = self.levels
         dx = (self.high - self.low) / self.resolution
         slope = np.diff(second)
@@ -335,7 +341,9 @@ class NumericMechanism(ReportMechanism):
             raise ParameterError("values", f"must hold n = {n} values, got {variances.size}")
         return float(variances.sum()) / n**2
 
-    def _level_second_moments(self) -> NDArray[np.float64]:
+    @functools.cached_property
+    def _second_moments(self) -> NDArray[np.float64]:
+        """E[y^2 | level s], computed once (a mechanism never changes after construction)."""
         x = self.levels
         moments: NDArray[np.float64] = self.level_variance() + x * x
         return moments

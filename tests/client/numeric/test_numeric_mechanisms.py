@@ -241,3 +241,16 @@ def test_the_scalar_csprng_path_draws_the_same_law(name: str) -> None:
     assert observed[~kept].sum() == 0
     statistic = float(np.sum((observed[kept] - expected[kept]) ** 2 / expected[kept]))
     assert statistic < stats.chi2(int(kept.sum()) - 1).ppf(1 - 1e-4)
+
+
+@pytest.mark.parametrize("resolution", [1, 3])
+@pytest.mark.parametrize("name", NAMES)
+def test_coarse_grids_keep_the_law_exact(name: str, resolution: int) -> None:
+    mechanism = build(name, 1.0, resolution=resolution)
+    assert mechanism.domain_size == resolution + 1
+    assert mechanism.epsilon <= 1.0
+    if isinstance(mechanism, CodeMechanism):
+        np.testing.assert_allclose(
+            mechanism.law() @ mechanism.code_values, mechanism.levels, atol=1e-9
+        )
+    assert mechanism.decode([mechanism.perturb(5.0)])
