@@ -169,10 +169,6 @@ class Distribution:
         """Estimated P(value <= points[i])."""
         return np.minimum(np.cumsum(self.probabilities), 1.0)
 
-    @property
-    def mean(self) -> float:
-        return float(np.dot(self.points, self.probabilities))
-
     def quantile(self, q: float) -> float:
         """The q-quantile, interpolated linearly within the bucket where the CDF crosses q."""
         if not 0.0 <= q <= 1.0:
