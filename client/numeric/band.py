@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.client.errors import ParameterError
 from ldptel.client.numeric.codes import CodeMechanism
 from ldptel.client.oracles.base import ReportBatch, check_int
 from ldptel.client.randomness import Rng
@@ -36,6 +37,8 @@ def light_weight(heavy: int, epsilon: float) -> int:
     light = max(1, math.ceil(heavy * math.exp(-epsilon)))
     while math.log(heavy / light) > epsilon:
         light += 1
+    if light >= heavy:
+        raise ParameterError("epsilon", f"must be >= {1 / heavy:.3g} (P / Q > 1 in integers)")
     return light
 
 

@@ -197,6 +197,7 @@ def test_the_config_parameters_rebuild_the_same_law(name: str) -> None:
         ({"low": 0.0, "high": math.inf}, "high"),
         ({"low": 0.0, "high": 1.0, "epsilon": 0.0}, "epsilon"),
         ({"low": 0.0, "high": 1.0, "epsilon": 21.0}, "epsilon"),
+        ({"low": 0.0, "high": 1.0, "epsilon": 1e-10}, "epsilon"),  # P / Q rounds to 1
         ({"low": 0.0, "high": 1.0, "resolution": 0}, "resolution"),
     ],
 )
