@@ -8,7 +8,8 @@ as in textbooks; not float-safe, here only for its MSE 2 (range / eps)^2 / n).
 Peers: pure-ldp 1.2.0 and multi-freq-ldpy 0.2.5 (benchmarks/run's peer venv) have no
 numeric mechanisms, so Laplace is the comparison.
 
-    .venv/bin/python benchmarks/numeric.py [--quick]   # prints Markdown, writes results/numeric.json
+    .venv/bin/python benchmarks/numeric.py [--quick]
+    (prints Markdown, writes results/numeric.json)
 """
 
 from __future__ import annotations
@@ -129,9 +130,8 @@ def markdown(results: dict[str, Any]) -> str:
         cells = []
         for name in names:
             scale = 100 / row["range"]
-            cells.append(
-                f"{math.sqrt(row[name]['mse']) * scale:.3g} ({math.sqrt(row[name]['exact']) * scale:.3g})"
-            )
+            empirical, exact = (math.sqrt(row[name][k]) * scale for k in ("mse", "exact"))
+            cells.append(f"{empirical:.3g} ({exact:.3g})")
         lines.append(f"| {row['data']} | {row['epsilon']:g} | " + " | ".join(cells) + " |")
     lines += [
         "",
