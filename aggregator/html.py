@@ -11,6 +11,7 @@ from string import Template
 
 from ldptel.aggregator.model import Combined, Item, LevelRow, Report, WindowDocument
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.table import discovery_sentence
 
 #: Items drawn in the chart (the largest estimates); the table always lists every item.
 CHART_ITEMS = 40
@@ -197,6 +198,13 @@ def report_section(report: Report) -> str:
         parts.append(levels_table_html(combined))
     if report["status"] == NOT_ENOUGH:
         parts.append(f'<p class="status">{escape(report["message"])}</p>')
+    elif "discovery" in report:
+        parts += [
+            f'<p class="discovery">{escape(discovery_sentence(report))}</p>',
+            f'<p class="note">{escape(report["discovery"]["statement"])}</p>',
+        ]
+        if report["items"]:
+            parts += [chart_svg(report["items"]), table_html(report)]
     else:
         shown = min(CHART_ITEMS, len(report["items"]))
         significance = report["significance"]

@@ -1,8 +1,18 @@
 """Window state: per (campaign, config, window, level, shard) a Redis hash holding `n` and the
-support vector, one field per item index with a nonzero count.
+support vector, either one field per item index with a nonzero count, or, for a support of
+PACKED_FROM cells or more (a sketch's k m = 2^20), the whole vector packed in the field
+"packed" as little-endian int64.
 
 Support vectors of batches add, so a delta is applied with HINCRBY (exact 64-bit integers);
-shards merge by adding their vectors when a report is built.
+a packed vector is read (under the step's WATCH), added to and written back in the step's
+MULTI, so it stays exactly once: any other write of it would come from another step, which
+also moves the checkpoint, and fails one of the two EXECs. Shards merge by adding their
+vectors when a report is built; a state may hold both forms (read_state adds them), so the
+form can change between versions without a migration.
+
+Why packed: a hash field costs Redis about 50-70 bytes and one HINCRBY; 2^20 of them are
+~70 MiB per state and a pass spent seconds in the script. Packed, a state is 8 bytes a cell
+(8 MiB) and a pass one HGET and one HSET (benchmarks/README.md, "Sketch window state").
 """
 
 from __future__ import annotations
@@ -28,6 +38,18 @@ return 0
 """
 
 
+#: Supports of at least this many cells are stored packed: there one field per nonzero cell
+#: costs more memory than 8 bytes per cell as soon as about a tenth of them are touched.
+PACKED_FROM = 1 << 12
+PACKED = b"packed"
+CELL = np.dtype("<i8")
+
+
+def packs(size: int) -> bool:
+    """Whether a support vector of `size` cells is stored packed."""
+    return size >= PACKED_FROM
+
+
 @dataclass(frozen=True, order=True)
 class StateKey:
     """What one window state counts: reports of one config, window and privacy level."""
@@ -51,15 +73,38 @@ class StateKey:
         return keys.window_state(name, shard, self.config_id, self.window, self.level)
 
 
+def read_packed(
+    pipe: Pipeline, name: str, shard: int, state: StateKey, size: int
+) -> NDArray[np.int64]:
+    """(Before MULTI, in a step that WATCHes its checkpoint) the packed vector of a shard's
+    state, zeros if none; the key is WATCHed too, so the sum written back is exact."""
+    key = state.redis_key(name, shard)
+    pipe.watch(key)  # type: ignore[no-untyped-call]
+    return _unpacked(pipe.hget(key, PACKED), size)
+
+
 def add_delta(
-    pipe: Pipeline, name: str, shard: int, state: StateKey, n: int, support: NDArray[np.int64]
+    pipe: Pipeline,
+    name: str,
+    shard: int,
+    state: StateKey,
+    n: int,
+    support: NDArray[np.int64],
+    packed: NDArray[np.int64] | None = None,
 ) -> None:
-    """Queue (inside MULTI) the addition of n reports and their support to a shard's state."""
-    nonzero = np.flatnonzero(support)
-    args: list[int | str] = ["n", n]
-    for index, count in zip(nonzero.tolist(), support[nonzero].tolist(), strict=True):
-        args += [index, count]
-    pipe.eval(ADD_SCRIPT, 1, state.redis_key(name, shard), *args)
+    """Queue (inside MULTI) the addition of n reports and their support to a shard's state:
+    `packed` (the state's vector as `read_packed` read it) + support written back, or
+    without it one HINCRBY per nonzero cell."""
+    key = state.redis_key(name, shard)
+    if packed is not None:
+        pipe.hincrby(key, "n", n)
+        pipe.hset(key, PACKED, (packed + support).astype(CELL).tobytes())
+    else:
+        nonzero = np.flatnonzero(support)
+        args: list[int | str] = ["n", n]
+        for index, count in zip(nonzero.tolist(), support[nonzero].tolist(), strict=True):
+            args += [index, count]
+        pipe.eval(ADD_SCRIPT, 1, key, *args)
     pipe.zadd(keys.state_index(name, shard), {state.member: state.window})
     pipe.hincrby(keys.pending_reports(name, shard), state.member, 1)
 
@@ -79,9 +124,19 @@ def read_state(
         for field, value in fields.items():
             if field == b"n":
                 n += int(value)
+            elif field == PACKED:
+                support += _unpacked(value, size)
             else:
                 support[int(field)] += int(value)
     return n, support
+
+
+def _unpacked(value: bytes | None, size: int) -> NDArray[np.int64]:
+    if value is None:
+        return np.zeros(size, dtype=np.int64)
+    if len(value) != size * CELL.itemsize:
+        raise ValueError(f"packed state of {len(value)} bytes, expected {size} cells")
+    return np.frombuffer(value, dtype=CELL).astype(np.int64)
 
 
 def list_states(

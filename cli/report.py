@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ldptel.cli.aggregator import (
     add_redis_argument,
@@ -12,7 +13,11 @@ from ldptel.cli.aggregator import (
     redis_client,
     report_options,
 )
+from ldptel.client.campaign import check_candidates
 from ldptel.client.errors import ParameterError
+
+if TYPE_CHECKING:
+    from ldptel.aggregator.report import Candidates
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="window start: unix seconds, an ISO date/time, or 'latest' (default)",
     )
     parser.add_argument("--list", action="store_true", help="list the windows that have data")
+    parser.add_argument(
+        "--candidates",
+        metavar="FILE",
+        help="open-domain campaigns: the strings to estimate, one per line (UTF-8); only "
+        "those clearing the release threshold are listed",
+    )
     add_redis_argument(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the window document as JSON")
@@ -36,6 +47,20 @@ def write_page(path: Path, page: str) -> None:
         path.write_text(page, encoding="utf-8")
     except OSError as error:
         raise ParameterError("html", f"cannot write {path}: {error.strerror}") from None
+
+
+def read_candidates(path: str) -> Candidates:
+    """The candidates in a file of one string per line (blank lines skipped)."""
+    from ldptel.aggregator.report import Candidates
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise ParameterError("candidates", f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ParameterError("candidates", f"{path} is not UTF-8 text") from None
+    values = check_candidates(line for line in lines if line.strip())
+    return Candidates(tuple(values), f"file {Path(path).name}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         window = windows[-1]
     else:
         window = config.window_of(parse_window(args.window))
-    document = build_window(client, registry, args.campaign, window, report_options(args))
+    candidates = None if args.candidates is None else read_candidates(args.candidates)
+    options = report_options(args)
+    document = build_window(client, registry, args.campaign, window, options, None, candidates)
     if args.json:
         print(to_json(document, indent=2))
     elif args.html:

@@ -51,7 +51,7 @@ from ldptel.client.errors import (
 )
 from ldptel.client.ledger import Budget, Guarantee, Spent, WindowRule
 from ldptel.client.levels import LEVEL_NAME
-from ldptel.client.memo import Randomizer
+from ldptel.client.memo import Randomizer, Value
 from ldptel.client.oracles.base import check_int
 from ldptel.client.sender import Campaigns, Connections, Sender
 from ldptel.client.statedb import transaction
@@ -645,7 +645,11 @@ class Reporter:
 
     # -- values and levels -------------------------------------------------------------------
     @staticmethod
-    def _index_of(active: _Active, value: object) -> int:
+    def _index_of(active: _Active, value: object) -> Value:
+        """The value as its randomizer takes it: a label's index, or an open-domain
+        campaign's text in NFC (CampaignConfig.open_value)."""
+        if active.config.open_domain:
+            return active.config.open_value(value)
         if not isinstance(value, str):
             raise ValueTypeError("value", f"must be a string label, got {type(value).__name__}")
         index = active.index.get(value)

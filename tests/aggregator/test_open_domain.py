@@ -1,0 +1,161 @@
+"""Open-domain campaigns in the aggregator: a sketch's window state is packed and counted
+exactly once; a report estimates candidate strings and lists only those clearing the
+release threshold, which it states."""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pytest
+from stream_entries import append, register
+
+from ldptel.aggregator import shard as shard_module
+from ldptel.aggregator.report import (
+    POST_PROCESSING,
+    Candidates,
+    ReportOptions,
+    build_window,
+    open_domain_statistics,
+)
+from ldptel.aggregator.state import PACKED, StateKey, read_state
+from ldptel.aggregator.worker import Worker
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.hashing import item_keys
+from ldptel.client.oracles.sketch import SketchOracle
+
+WINDOW = 1_700_006_400
+
+
+def open_config(**params: Any) -> CampaignConfig:
+    data = {"name": "answers", "oracle": "cms", "epsilon": 4.0, "max_length": 32}
+    return CampaignConfig.from_dict({**data, "params": params}).as_created()
+
+
+def sketch(config: CampaignConfig) -> SketchOracle:
+    oracle = config.build_oracle()
+    assert isinstance(oracle, SketchOracle)
+    return oracle
+
+
+def post(client: Any, config: CampaignConfig, words: list[str], seed: int, size: int = 250) -> Any:
+    """The words' reports appended in batches as the collector stores them; their support."""
+    oracle = sketch(config)
+    rng = np.random.default_rng(seed)
+    total = np.zeros(oracle.support_size, dtype=np.int64)
+    for start in range(0, len(words), size):
+        batch = oracle.perturb_keys(item_keys(words[start : start + size]), rng)
+        append(client, config, batch, window=WINDOW)
+        total += oracle.support(batch)
+    return total
+
+
+def test_a_sketch_state_is_one_packed_field_counted_exactly_once(redis_client: Any) -> None:
+    config = open_config(k=64, m=256)  # 16,384 cells: packed
+    register(redis_client, config)
+    words = [f"w{i % 37}" for i in range(2000)]
+    expected = post(redis_client, config, words, seed=1)
+
+    stats = Worker(redis_client, batch_entries=3).run_pass()  # 3 steps add to one state
+    again = Worker(redis_client, batch_entries=3).run_pass()
+
+    assert (stats.reports, again.reports) == (2000, 0)
+    state = StateKey(WINDOW, config.config_id)
+    fields = redis_client.hgetall(state.redis_key(config.name, 0))
+    assert set(fields) == {b"n", PACKED}
+    assert len(fields[PACKED]) == 8 * 64 * 256
+    n, support = read_state(redis_client, config.name, [0], state, 64 * 256)
+    assert n == 2000
+    assert support.tolist() == expected.tolist()
+
+
+def test_a_step_whose_packed_state_changed_after_it_was_read_applies_nothing(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = open_config(k=64, m=256)
+    register(redis_client, config)
+    post(redis_client, config, ["a"] * 100, seed=2)
+    state = StateKey(WINDOW, config.config_id)
+    key = state.redis_key(config.name, 0)
+    read = shard_module.read_packed
+
+    def read_then_race(*args: Any) -> Any:
+        packed = read(*args)
+        redis_client.hset(key, "n", 7)  # another writer, between the read and EXEC
+        return packed
+
+    monkeypatch.setattr(shard_module, "read_packed", read_then_race)
+    lost = Worker(redis_client).run_pass()
+    monkeypatch.setattr(shard_module, "read_packed", read)
+    redis_client.delete(key)
+    done = Worker(redis_client).run_pass()
+
+    assert lost.reports == 0
+    assert done.reports == 100
+    assert read_state(redis_client, config.name, [0], state, 64 * 256)[0] == 100
+
+
+def test_frequent_strings_are_found_and_strings_of_one_user_never_listed(
+    redis_client: Any,
+) -> None:
+    config = open_config(k=256, m=512)
+    register(redis_client, config)
+    frequent = {"blue": 1200, "green": 800, "red": 500, "purple": 300, "black": 200}
+    singles = [f"rare answer {i}" for i in range(1000)]
+    words = [w for w, count in frequent.items() for _ in range(count)] + singles
+    np.random.default_rng(3).shuffle(words)
+    post(redis_client, config, words, seed=4)
+    Worker(redis_client).run_pass()
+    nobody = [f"never said {i}" for i in range(100)]
+    candidates = Candidates((*frequent, *singles[:200], *nobody), "test list")
+
+    (report,) = build_window(
+        redis_client, _registry(redis_client), "answers", WINDOW, None, None, candidates
+    )["reports"]
+
+    listed = {item["item"] for item in report["items"]}
+    assert listed == set(frequent)  # at fixed seed; each single is listed w.p. < 0.05/305
+    discovery = report["discovery"]
+    assert (discovery["candidates"], discovery["discovered"]) == (305, 5)
+    assert discovery["expected_false_discoveries"] == 0.05
+    assert discovery["statement"] == POST_PROCESSING
+    oracle = sketch(config)
+    z = NormalDist().inv_cdf(1 - 0.05 / 305)
+    noise = float(oracle.variance(len(words), np.zeros(1))[0])
+    assert report["significance"]["z"] == pytest.approx(z)
+    # The stated threshold: z times the stderr of a candidate nobody holds, the noise plus
+    # the family term of the (estimated) heavy counts; never below the noise alone.
+    heavy = sum(c * c for c in frequent.values()) / (256 * 511)
+    assert z * math.sqrt(noise) < discovery["threshold"] < z * math.sqrt(noise + 1.5 * heavy)
+    assert all(item["estimate"] > item["threshold"] for item in report["items"])
+
+
+def test_the_null_stderr_matches_the_spread_of_candidates_nobody_holds(redis_client: Any) -> None:
+    # Heavy values make the fixed family's collision term a third of the variance: without
+    # it the spread would be ~1.5x the stated variance.
+    config = open_config(k=64, m=256)
+    register(redis_client, config)
+    words = ["a"] * 5000 + ["b"] * 3000 + [f"u{i}" for i in range(12000)]
+    support = post(redis_client, config, words, seed=5, size=2000)
+    nobody = [f"absent {i}" for i in range(2000)]
+    candidates = ["a", "b", *nobody]
+
+    stats, threshold = open_domain_statistics(
+        sketch(config), support, len(words), candidates, ReportOptions()
+    )
+
+    z = NormalDist().inv_cdf(1 - 0.05 / len(candidates))
+    null_sd = stats["threshold"][2:] / z
+    assert threshold / z == pytest.approx(float(null_sd.mean()), rel=1e-3)
+    spread = float(np.mean(stats["estimate"][2:] ** 2))  # mean 0 under the null
+    # 2000 near-independent null estimates: their mean square / variance is within
+    # 4 sqrt(2/2000) = 0.13 of 1 but with probability ~6e-5 (chi-square, normal approx.).
+    assert spread / float(np.mean(null_sd**2)) == pytest.approx(1.0, abs=0.13)
+
+
+def _registry(client: Any) -> Any:
+    from ldptel.store.registry import Registry
+
+    return Registry(client)
