@@ -482,7 +482,8 @@ POST_PROCESSING = (
     "Prop. 2.1); only candidates clearing the threshold are listed, so a string held by few "
     "users is not published."
 )
-OPEN_CONSISTENCY = "clipped at 0"
+#: Norm-Sub's "sums to n" does not hold for a candidate list: only non-negative (Base-Pos).
+OPEN_CONSISTENCY = "clip"
 
 
 def open_domain_statistics(
@@ -509,8 +510,7 @@ def open_domain_statistics(
     z = significance_z(estimate.size, options.false_flags)
     nobody = z * math.sqrt(variance_of(n, None)[-1])
     stats = estimate_statistics(estimate, lambda n, f: variance_of(n, f)[:-1], n, options)
-    # Norm-Sub's "sums to n" does not hold for a candidate list: just non-negative.
-    stats["consistent"] = np.maximum(estimate, 0.0)
+    stats["consistent"] = consistent(OPEN_CONSISTENCY, estimate, n, stats["threshold"])
     return stats, nobody
 
 

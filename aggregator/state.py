@@ -131,9 +131,13 @@ def read_state(
     return n, support
 
 
-def _unpacked(value: bytes | None, size: int) -> NDArray[np.int64]:
+def _unpacked(value: bytes | str | None, size: int) -> NDArray[np.int64]:
+    """A packed vector as read (redis-py types replies bytes | str; the store's clients never
+    decode, so it is bytes), or zeros for none."""
     if value is None:
         return np.zeros(size, dtype=np.int64)
+    if isinstance(value, str):
+        raise TypeError("packed state read as text: the client must not decode responses")
     if len(value) != size * CELL.itemsize:
         raise ValueError(f"packed state of {len(value)} bytes, expected {size} cells")
     return np.frombuffer(value, dtype=CELL).astype(np.int64)

@@ -82,7 +82,7 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
     lines += ["\n" + first, *rest]
     discovery = report.get("discovery")
     if discovery:
-        lines.append("\n" + discovery_sentence(report))
+        lines += ["", *textwrap.wrap(discovery_sentence(report), 96)]
         lines += textwrap.wrap(discovery["statement"], 96)
         return "\n".join(lines)
     flagged = sum(item["significant"] for item in report["items"])

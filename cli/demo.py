@@ -142,7 +142,7 @@ def color_answers(n: int, exponent: float, rng: np.random.Generator) -> list[str
     ]
     common = [COMMON_COLORS[i] for i in zipf_values(n - rare, len(COMMON_COLORS), exponent, rng)]
     answers = common + singles + typos
-    rng.shuffle(answers)  # type: ignore[arg-type]
+    rng.shuffle(answers)
     return answers
 
 

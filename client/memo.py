@@ -122,6 +122,7 @@ class Randomizer:
         row = conn.execute(_SELECT, (key,)).fetchone()
         spent = 0.0 if row is None else float(row[1])
         if self._rappor is not None:
+            assert isinstance(index, int)  # RAPPOR has a domain
             report = wire_json(self._rappor.report(index, self._rng))
         elif row is not None:
             report = str(row[0])
