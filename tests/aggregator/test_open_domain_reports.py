@@ -4,7 +4,9 @@ release threshold, which it states."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -19,6 +21,7 @@ from ldptel.aggregator.report import (
     ReportOptions,
     build_window,
     open_domain_statistics,
+    significance_z,
 )
 from ldptel.aggregator.state import PACKED, StateKey, read_state
 from ldptel.aggregator.worker import Worker
@@ -159,3 +162,21 @@ def _registry(client: Any) -> Any:
     from ldptel.store.registry import Registry
 
     return Registry(client)
+
+
+def test_the_release_vectors_hold() -> None:
+    path = Path(__file__).parents[1] / "vectors/open_domain.json"
+    vectors = json.loads(path.read_text(encoding="utf-8"))
+    case = vectors["release"]
+    config = CampaignConfig.from_dict(vectors["config"], stored=True)
+    oracle = sketch(config)
+    support = oracle.support(oracle.decode(case["reports"]))
+    n = len(case["reports"])
+
+    stats, threshold = open_domain_statistics(
+        oracle, support, n, case["candidates"], ReportOptions()
+    )
+
+    assert stats["estimate"].tolist() == pytest.approx(case["estimate"], rel=1e-12)
+    assert threshold == pytest.approx(case["threshold"], rel=1e-12)
+    assert significance_z(len(case["candidates"]), 0.05) == pytest.approx(case["z"])

@@ -4,15 +4,19 @@ length checked, never raises, nothing of the text on disk or the wire)."""
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from live_collector import sent_reports, stored_reports
 
 from ldptel.client.campaign import CampaignConfig, check_candidates
 from ldptel.client.errors import InvalidValueError, ParameterError
+from ldptel.client.hashing import item_keys
+from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.client.status import ReportStatus
 
 OPEN = {"name": "answers", "oracle": "cms", "epsilon": 2.0, "max_length": 16}
@@ -99,3 +103,23 @@ def test_the_sdk_reports_free_text_and_never_raises(
     assert sent_reports(collector.faults.posted())
     on_disk = b"".join(p.read_bytes() for p in state_dir.rglob("*") if p.is_file())
     assert b"zebra" not in on_disk and "crème".encode() not in on_disk
+
+
+def test_the_open_domain_vectors_hold() -> None:
+    vectors = json.loads((Path(__file__).parents[1] / "vectors/open_domain.json").read_text())
+    config = CampaignConfig.from_dict(vectors["config"], stored=True)
+    assert config.canonical_json() == vectors["config_json"]
+    assert config.config_id == vectors["config_id"]
+    oracle = config.build_oracle()
+    assert isinstance(oracle, SketchOracle)
+    for case in vectors["values"]:
+        if not case["accepted"]:
+            with pytest.raises(InvalidValueError):
+                config.open_value(case["input"])
+            continue
+        text = config.open_value(case["input"])
+        assert text == case["nfc"]
+        key = item_keys([text])
+        assert key.tolist() == [int(case["item_key"])]
+        rows = np.arange(config.params["k"])
+        assert oracle.key_buckets(np.repeat(key, rows.size), rows).tolist() == case["hashes"]
