@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from stream_entries import append, register
 
 from ldptel.aggregator import shard as shard_module
+from ldptel.aggregator.html import render_html
 from ldptel.aggregator.report import (
     POST_PROCESSING,
     Candidates,
@@ -180,3 +182,38 @@ def test_the_release_vectors_hold() -> None:
     assert stats["estimate"].tolist() == pytest.approx(case["estimate"], rel=1e-12)
     assert threshold == pytest.approx(case["threshold"], rel=1e-12)
     assert significance_z(len(case["candidates"]), 0.05) == pytest.approx(case["z"])
+
+
+@pytest.mark.slow
+def test_chromium_shows_the_discovered_candidates_and_the_release_threshold(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    config = open_config(k=64, m=256)
+    register(redis_client, config)
+    post(redis_client, config, ["tea"] * 900 + ["coffee"] * 600 + ["<b>mate</b>"], seed=6)
+    Worker(redis_client).run_pass()
+    candidates = Candidates(("tea", "coffee", "<b>mate</b>", "cocoa"), "test list")
+    document = build_window(
+        redis_client, _registry(redis_client), "answers", WINDOW, None, None, candidates
+    )
+    page_file = tmp_path / "open.html"
+    page_file.write_text(render_html(document), encoding="utf-8")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
+        try:
+            page = browser.new_page()
+            page.goto(page_file.as_uri())
+            rows = page.locator("table.items tbody tr")
+            shown = {rows.nth(i).get_attribute("data-item") for i in range(rows.count())}
+            assert shown == {"tea", "coffee"}
+            assert page.locator("svg.chart rect.bar").count() == 2
+            text = page.locator("p.discovery").inner_text()
+            assert "2 of 4 candidates (test list) discovered" in text
+            assert "release threshold" in text and "costs no privacy" in page.inner_text("body")
+        finally:
+            browser.close()
