@@ -45,9 +45,17 @@ def test_report_lists_the_candidates_that_clear_the_release_threshold(
 
     assert main(["report", "answers", "--redis-url", redis_url, "--candidates", str(listed),
                  "--json"]) == 0  # fmt: skip
-    (report,) = from_json(capsys.readouterr().out)["reports"]
+    saved = capsys.readouterr().out
+    (report,) = from_json(saved)["reports"]
     assert [item["item"] for item in report["items"]] == ["yes", "no"]
     assert report["discovery"]["candidates"] == 5 and report["discovery"]["threshold"] > 0
+    # An earlier window's discoveries as the candidates (here: the same window's).
+    (tmp_path / "found.json").write_text(saved, encoding="utf-8")
+    assert main(["report", "answers", "--redis-url", redis_url, "--candidates-from",
+                 str(tmp_path / "found.json"), "--json"]) == 0  # fmt: skip
+    (again,) = from_json(capsys.readouterr().out)["reports"]
+    assert [item["item"] for item in again["items"]] == ["yes", "no"]
+    assert again["discovery"]["source"] == "discovered in 2023-11-15T00:00:00Z"
 
     assert main(["report", "answers", "--redis-url", redis_url, "--candidates", str(listed)]) == 0
     table = capsys.readouterr().out
