@@ -167,7 +167,10 @@ def summary_html(report: Report) -> str:
         ("local epsilon", f"{report['epsilon']:.3g}"),
         ("central (epsilon, delta)", shuffled),
     ]
-    if report["items"]:
+    if (discovery := report.get("discovery")) is not None:
+        found = f"{discovery['discovered']} of {discovery['candidates']:,} candidates"
+        tiles.append(("discovered (above the release threshold)", found))
+    elif report["items"]:
         flagged = sum(1 for i in report["items"] if i["significant"])
         tiles.append(("significantly above 0", f"{flagged} of {len(report['items'])} items"))
     return (

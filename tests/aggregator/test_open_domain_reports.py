@@ -215,5 +215,6 @@ def test_chromium_shows_the_discovered_candidates_and_the_release_threshold(
             text = page.locator("p.discovery").inner_text()
             assert "2 of 4 candidates (test list) discovered" in text
             assert "release threshold" in text and "costs no privacy" in page.inner_text("body")
+            assert "2 of 4 candidates" in page.locator(".summary").inner_text()
         finally:
             browser.close()
