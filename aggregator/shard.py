@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
-from ldptel.aggregator.state import StateKey, add_delta, packs, read_packed
+from ldptel.aggregator.state import StateKey, add_delta, read_packed, rewrites
 from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import FrequencyOracle, ReportBatch
 from ldptel.store import codec, keys
@@ -56,7 +56,8 @@ class Parsed:
 
 @dataclass
 class Delta:
-    """What a step adds to one state (`packed`: the state's packed vector, as read)."""
+    """What a step adds to one state (`packed`: the state's packed vector as read, for a
+    delta that rewrites it; state.rewrites)."""
 
     state: StateKey
     n: int
@@ -271,10 +272,9 @@ class ShardStep:
                 rejected[entry_id] = "report values outside the oracle's range"
             n = sum(parsed.n for entry_id, parsed in members if entry_id not in rejected)
             if n:
-                size = oracle.support_size
-                packed = (
-                    read_packed(pipe, self.name, self.shard, state, size) if packs(size) else None
-                )
+                packed = None
+                if rewrites(support):
+                    packed = read_packed(pipe, self.name, self.shard, state, support.size)
                 deltas.append(Delta(state, n, support, packed))
         return deltas
 

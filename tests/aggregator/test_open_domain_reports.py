@@ -25,7 +25,7 @@ from ldptel.aggregator.report import (
     open_domain_statistics,
     significance_z,
 )
-from ldptel.aggregator.state import PACKED, StateKey, read_state
+from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.hashing import item_keys
@@ -57,49 +57,49 @@ def post(client: Any, config: CampaignConfig, words: list[str], seed: int, size:
     return total
 
 
-def test_a_sketch_state_is_one_packed_field_counted_exactly_once(redis_client: Any) -> None:
-    config = open_config(k=64, m=256)  # 16,384 cells: packed
+def test_a_sketch_state_is_packed_and_counted_exactly_once(redis_client: Any) -> None:
+    config = open_config(k=256, m=256)  # 65,536 cells: packed
     register(redis_client, config)
-    words = [f"w{i % 37}" for i in range(2000)]
-    expected = post(redis_client, config, words, seed=1)
+    words = [f"w{i % 37}" for i in range(2300)]
+    # 30 entries of 10 reports (sparse deltas: BITFIELD), then 4 of 500 (dense: rewritten).
+    expected = post(redis_client, config, words[:300], seed=1, size=10)
+    expected += post(redis_client, config, words[300:], seed=2, size=500)
 
-    stats = Worker(redis_client, batch_entries=3).run_pass()  # 3 steps add to one state
-    again = Worker(redis_client, batch_entries=3).run_pass()
+    stats = Worker(redis_client, batch_entries=1).run_pass()  # one entry per step
+    again = Worker(redis_client).run_pass()
 
-    assert (stats.reports, again.reports) == (2000, 0)
+    assert (stats.entries, stats.reports, again.reports) == (34, 2300, 0)
     state = StateKey(WINDOW, config.config_id)
-    fields = redis_client.hgetall(state.redis_key(config.name, 0))
-    assert set(fields) == {b"n", PACKED}
-    assert len(fields[PACKED]) == 8 * 64 * 256
-    n, support = read_state(redis_client, config.name, [0], state, 64 * 256)
-    assert n == 2000
+    assert redis_client.hgetall(state.redis_key(config.name, 0)) == {b"n": b"2300"}
+    assert redis_client.strlen(state.cells_key(config.name, 0)) == 8 * 65536
+    n, support = read_state(redis_client, config.name, [0], state, 65536)
+    assert n == 2300
     assert support.tolist() == expected.tolist()
 
 
 def test_a_step_whose_packed_state_changed_after_it_was_read_applies_nothing(
     redis_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = open_config(k=64, m=256)
+    config = open_config(k=256, m=256)
     register(redis_client, config)
-    post(redis_client, config, ["a"] * 100, seed=2)
+    post(redis_client, config, ["a"] * 1000, seed=2, size=1000)  # dense: read, then rewritten
     state = StateKey(WINDOW, config.config_id)
-    key = state.redis_key(config.name, 0)
+    cells = state.cells_key(config.name, 0)
     read = shard_module.read_packed
 
     def read_then_race(*args: Any) -> Any:
         packed = read(*args)
-        redis_client.hset(key, "n", 7)  # another writer, between the read and EXEC
+        redis_client.set(cells, b"\0" * 8)  # another writer, between the read and EXEC
         return packed
 
     monkeypatch.setattr(shard_module, "read_packed", read_then_race)
     lost = Worker(redis_client).run_pass()
     monkeypatch.setattr(shard_module, "read_packed", read)
-    redis_client.delete(key)
+    redis_client.delete(cells)
     done = Worker(redis_client).run_pass()
 
-    assert lost.reports == 0
-    assert done.reports == 100
-    assert read_state(redis_client, config.name, [0], state, 64 * 256)[0] == 100
+    assert (lost.reports, done.reports) == (0, 1000)
+    assert read_state(redis_client, config.name, [0], state, 65536)[0] == 1000
 
 
 def test_frequent_strings_are_found_and_strings_of_one_user_never_listed(
