@@ -1,4 +1,4 @@
-"""Sketch window state, hash of cells (before) against one packed field (after): Redis memory
+"""Sketch window state, a hash of cells (before) against a packed string (after): Redis memory
 of the state and the time of the aggregation pass and of reading the state for a report, for
 CMS and HCMS with k = 64 rows and at their defaults (k = m = 1024: 2^20 and 2^21 cells), at
 epsilon = 4. A pass that fails (the hash form at the defaults: its script outlasts the
@@ -6,12 +6,12 @@ worker's lease and Redis answers BUSY) is reported as such.
 
     .venv/bin/python benchmarks/sketch_state.py [--quick]
 
-"before" forces the old form (one HINCRBY per nonzero cell in one EVAL, aggregator/state.py)
-through `packs`; "after" is the shipped rule. Entries are 1000-report batches in the
-collector's format, drained by one worker pass (entries per step: the default 1000, and 10,
-where a pass adds to the state 10 times more often). Memory: MEMORY USAGE of the state's key
-(every field; "state MiB").  Wall and CPU seconds of the worker
-and redis-server; "read ms": median wall time of 5 read_state calls (what a report reads).
+"hash" forces the old form (one HINCRBY per nonzero cell in one EVAL, aggregator/state.py)
+through `state.packs`; "packed" is the shipped rule (sparse deltas by BITFIELD, dense ones
+rewritten). Entries are 1000-report batches in the collector's format, drained by one
+worker pass (entries per step: the default 1000, and 10, where a pass adds to the state 10
+times more often). Memory: MEMORY USAGE of the state's keys (its hash and its packed
+string; "state MiB"). Wall and CPU seconds of the worker and redis-server; "read ms": median wall time of 5 read_state calls (what a report reads).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import redis
 from aggregate import redis_cpu_seconds, register
 
-from ldptel.aggregator import shard
+from ldptel.aggregator import state as window_state
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
@@ -65,14 +65,17 @@ def measure(url: str, oracle: str, k: int, n: int, entries: int, packed: bool) -
     ).as_created()  # fmt: skip
     register(client, config)
     fill(client, config, n)
-    shard.packs = (lambda size: True) if packed else (lambda size: False)  # type: ignore[assignment]
+    window_state.packs = (lambda size: True) if packed else (lambda size: False)  # type: ignore[assignment]
     redis_cpu, cpu, started = redis_cpu_seconds(client), time.process_time(), time.perf_counter()
     stats = Worker(client, build_reports=False, batch_entries=entries).run_pass()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     redis_cpu = redis_cpu_seconds(client) - redis_cpu
     assert stats.reports == n, stats
     state = StateKey(WINDOW, config.config_id)
-    memory = int(client.memory_usage(state.redis_key(config.name, 0), samples=0) or 0)
+    memory = sum(
+        int(client.memory_usage(key, samples=0) or 0)
+        for key in (state.redis_key(config.name, 0), state.cells_key(config.name, 0))
+    )
     size = config.build_oracle().support_size
     reads = []
     for _ in range(5):
