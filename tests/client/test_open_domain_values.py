@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from live_collector import sent_reports, stored_reports
 
+from ldptel.analysis.audit import audit
 from ldptel.client.campaign import CampaignConfig, check_candidates
 from ldptel.client.errors import InvalidValueError, ParameterError
 from ldptel.client.hashing import item_keys
+from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.client.status import ReportStatus
 
@@ -123,3 +125,22 @@ def test_the_open_domain_vectors_hold() -> None:
         assert key.tolist() == [int(case["item_key"])]
         rows = np.arange(config.params["k"])
         assert oracle.key_buckets(np.repeat(key, rows.size), rows).tolist() == case["hashes"]
+
+
+@pytest.mark.parametrize("oracle_name", ["cms", "hcms"])
+def test_any_two_free_texts_are_epsilon_apart_by_the_exact_audit(oracle_name: str) -> None:
+    # A report depends on a text only through its item key (perturb_keys, the SDK's path),
+    # so auditing the oracle with free texts as its labels audits the open-domain law: any
+    # two texts, worst pair included; canonically equivalent spellings are one text.
+    config = CampaignConfig.from_dict({**OPEN, "oracle": oracle_name, "params": {"k": 8, "m": 16}})
+    texts = [config.open_value(t) for t in ("blue", "bleu", "crème", "🙂 sky", "x" * 16)]
+    oracle = make_oracle(oracle_name, epsilon=config.epsilon, domain_size=len(texts),
+                         labels=texts, **config.params)  # fmt: skip
+
+    result = audit(oracle, np.random.default_rng(1), samples=4000, sampled_pairs=2)
+
+    assert not result.violated, result
+    assert result.exact_epsilon == pytest.approx(oracle.epsilon, rel=1e-9)  # tight: reached
+    assert oracle.epsilon == pytest.approx(config.epsilon)
+    nfd = unicodedata.normalize("NFD", "crème")
+    assert item_keys([config.open_value(nfd)]).tolist() == item_keys(["crème"]).tolist()
