@@ -11,7 +11,8 @@ through `state.packs`; "packed" is the shipped rule (sparse deltas by BITFIELD, 
 rewritten). Entries are 1000-report batches in the collector's format, drained by one
 worker pass (entries per step: the default 1000, and 10, where a pass adds to the state 10
 times more often). Memory: MEMORY USAGE of the state's keys (its hash and its packed
-string; "state MiB"). Wall and CPU seconds of the worker and redis-server; "read ms": median wall time of 5 read_state calls (what a report reads).
+string; "state MiB"). Wall and CPU seconds of the worker and redis-server; "read ms":
+median wall time of 5 read_state calls (what a report reads).
 """
 
 from __future__ import annotations
