@@ -44,20 +44,18 @@ LEASE_MS = 600_000
 
 
 def fill(client: redis.Redis, config: CampaignConfig, n: int) -> None:
-    """n reports of Zipf-distributed strings, in BATCH-sized entries (16 distinct batches)."""
+    """n reports of Zipf-distributed strings, in BATCH-sized entries, each drawn afresh (so
+    HCMS's one-cell reports touch as many cells as real ones would)."""
     oracle = config.build_oracle()
     assert isinstance(oracle, SketchOracle)
     rng = np.random.default_rng(0)
     words = item_keys(f"word {i}" for i in range(10_000))
-    payloads = [
-        oracle.pack(oracle.perturb_keys(words[rng.zipf(1.3, BATCH) % words.size], rng))
-        for _ in range(16)
-    ]
     stream = keys.stream(config.name, 0)
     with client.pipeline(transaction=False) as pipe:
-        for number in range(n // BATCH):
+        for _ in range(n // BATCH):
+            batch = oracle.perturb_keys(words[rng.zipf(1.3, BATCH) % words.size], rng)
             fields = {"c": config.config_id, "w": WINDOW, "n": BATCH, "l": ""}
-            pipe.xadd(stream, {**fields, "p": payloads[number % 16]})
+            pipe.xadd(stream, {**fields, "p": oracle.pack(batch)})
         pipe.execute()
 
 
