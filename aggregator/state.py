@@ -133,24 +133,22 @@ def add_delta(
 def read_state(
     client: RedisClient, name: str, shards: Iterable[int], state: StateKey, size: int
 ) -> tuple[int, NDArray[np.int64]]:
-    """n and the support vector of `state`, summed over `shards`."""
+    """n and the support vector of `state`, summed over `shards` (both forms, whichever a
+    state holds)."""
     shards = list(shards)
     with client.pipeline(transaction=False) as pipe:
         for shard in shards:
             pipe.hgetall(state.redis_key(name, shard))
-            if packs(size):
-                pipe.get(state.cells_key(name, shard))
+            pipe.get(state.cells_key(name, shard))
         replies = pipe.execute()
     n = 0
     support = np.zeros(size, dtype=np.int64)
-    step = 2 if packs(size) else 1
-    for fields in replies[::step]:
+    for fields, packed in zip(replies[::2], replies[1::2], strict=True):
         for field, value in fields.items():
             if field == b"n":
                 n += int(value)
             else:
                 support[int(field)] += int(value)
-    for packed in replies[1::step] if step == 2 else ():
         support += _unpacked(packed, size)
     return n, support
 
