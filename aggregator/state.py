@@ -12,9 +12,10 @@ EXECs fails. Shards merge by adding their vectors when a report is built; a stat
 both forms (read_state adds them), so the form can change between versions without a
 migration.
 
-Why packed: a hash field costs Redis about 50-70 bytes and one HINCRBY; 2^20 of them take a
-script longer than the worker's lease (benchmarks/README.md, "Sketch window state"). Packed,
-a state is 8 bytes a cell (8 MiB at 2^20) and a step one BITFIELD, or one GET and one SET.
+Why packed: a hash field costs Redis about 50 bytes and one HINCRBY; at 2^20 cells one step's
+script ran past 5 s, during which Redis answers BUSY to every other client (benchmarks/
+README.md, "Sketch window state"). Packed, a state is 8 bytes a cell (8 MiB at 2^20) and a
+step one BITFIELD, or one GET and one SET.
 """
 
 from __future__ import annotations
