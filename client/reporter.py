@@ -301,7 +301,8 @@ class Reporter:
         self._level = None if level is None else _check_level_name(level)
 
     def report(self, campaign: str, value: str, *, level: str | None = None) -> ReportStatus:
-        """Perturb `value` (a label of the campaign's domain) and spool it for sending.
+        """Perturb `value` (a label of the campaign's domain, or any text of at most
+        `max_length` UTF-8 bytes for an open-domain campaign) and spool it for sending.
 
         `level`: the privacy level to report at (default: the Reporter's `level`); required
         for a campaign that declares levels, refused by one that does not. Never raises (but
