@@ -30,6 +30,7 @@ from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400
 
@@ -117,7 +118,7 @@ def test_frequent_strings_are_found_and_strings_of_one_user_never_listed(
     candidates = Candidates((*frequent, *singles[:200], *nobody), "test list")
 
     (report,) = build_window(
-        redis_client, _registry(redis_client), "answers", WINDOW, None, None, candidates
+        redis_client, Registry(redis_client), "answers", WINDOW, None, None, candidates
     )["reports"]
 
     listed = {item["item"] for item in report["items"]}
@@ -160,12 +161,6 @@ def test_the_null_stderr_matches_the_spread_of_candidates_nobody_holds(redis_cli
     assert spread / float(np.mean(null_sd**2)) == pytest.approx(1.0, abs=0.13)
 
 
-def _registry(client: Any) -> Any:
-    from ldptel.store.registry import Registry
-
-    return Registry(client)
-
-
 def test_the_release_vectors_hold() -> None:
     path = Path(__file__).parents[1] / "vectors/open_domain.json"
     vectors = json.loads(path.read_text(encoding="utf-8"))
@@ -196,7 +191,7 @@ def test_chromium_shows_the_discovered_candidates_and_the_release_threshold(
     Worker(redis_client).run_pass()
     candidates = Candidates(("tea", "coffee", "<b>mate</b>", "cocoa"), "test list")
     document = build_window(
-        redis_client, _registry(redis_client), "answers", WINDOW, None, None, candidates
+        redis_client, Registry(redis_client), "answers", WINDOW, None, None, candidates
     )
     page_file = tmp_path / "open.html"
     page_file.write_text(render_html(document), encoding="utf-8")
