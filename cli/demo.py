@@ -18,7 +18,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -29,6 +30,7 @@ from numpy.typing import NDArray
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.aggregator.model import WindowDocument
     from ldptel.client.transport import Transport
 
 CAMPAIGN = "demo-screens"
@@ -73,20 +75,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="where to write the HTML report (default ./.ldptel/demo-report.html)",
     )
+    parser.add_argument(
+        "--windows",
+        type=int,
+        default=1,
+        metavar="K",
+        help="simulate K consecutive windows (the last one current) with a drifting "
+        "distribution, n users each (default 1)",
+    )
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="then serve the dashboard over the demo's data on a loopback port until Ctrl-C",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def item_names(domain_size: int) -> list[str]:
     """App screens for the first 32 items, then screen-<i>."""
     return [SCREENS[i] if i < len(SCREENS) else f"screen-{i}" for i in range(domain_size)]
-
-
-def zipf_values(
-    n: int, domain_size: int, exponent: float, rng: np.random.Generator
-) -> NDArray[np.int64]:
-    """n true values with P(item i) proportional to 1 / (i + 1)^exponent."""
-    weights = 1.0 / np.arange(1, domain_size + 1) ** exponent
-    return rng.choice(domain_size, size=n, p=weights / weights.sum())
 
 
 @contextmanager
@@ -260,6 +267,8 @@ def run(args: argparse.Namespace) -> int:
         args.sdk_users = min(SDK_USERS, args.n)
     if not 0 <= args.sdk_users <= args.n:
         raise ParameterError("sdk_users", "must be in [0, n]")
+    if not 1 <= args.windows <= 60:
+        raise ParameterError("windows", "must be in [1, 60] for the demo")
     if not 2 <= args.domain_size <= 4096:
         raise ParameterError("domain_size", "must be in [2, 4096] for the demo")
     campaign = demo_campaign(args)
@@ -281,25 +290,98 @@ def _step(description: str, action: Callable[[], Any]) -> Any:
         stage.close()
 
 
+class SimulatedClock:
+    """The demo collector's clock: the wall clock moved back by `offset` seconds, so that the
+    simulated users of `--windows K` report into K consecutive past windows (production
+    collectors stamp windows from the wall clock only)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def now(self) -> float:
+        return time.time() - self.offset
+
+
+def drifting_probabilities(domain_size: int, exponent: float, t: float) -> NDArray[np.float64]:
+    """Zipf probabilities drifting linearly with t in [0, 1] towards the same law with the
+    2nd and 5th items swapped: one item falls, another rises, the rest stay (a visible trend)."""
+    weights = 1.0 / np.arange(1, domain_size + 1) ** exponent
+    start = weights / weights.sum()
+    end = start.copy()
+    falling, rising = min(1, domain_size - 2), min(4, domain_size - 1)
+    end[[falling, rising]] = end[[rising, falling]]
+    return np.asarray((1 - t) * start + t * end, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Filled:
+    """What the demo put in Redis: the campaign's last window document and its true counts."""
+
+    document: WindowDocument
+    true_counts: list[int]
+
+
 def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) -> int:
+    from ldptel.aggregator.html import render_html
+    from ldptel.aggregator.model import to_json
+    from ldptel.aggregator.table import format_window
+    from ldptel.cli.report import write_page
+    from ldptel.store.redis_server import RedisServer
+
+    server = _step("starting redis-server", lambda: RedisServer(appendonly=False).start())
+    stack.callback(server.cleanup)
+    filled = fill(server.url, args, campaign, stack)
+    document, true_counts = filled.document, filled.true_counts
+    timings = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in Stage.TIMINGS.items())
+    print(f"stages: {timings}", file=sys.stderr)
+    for report in document["reports"]:
+        for item in report["items"]:
+            item["true_count"] = true_counts[item["index"]]
+    write_page(Path(args.html), render_html(document))
+    if args.json:
+        print(to_json(document, indent=2))
+    else:
+        print(format_window(document, true_counts))
+        print(f"\nHTML report: {Path(args.html).resolve()}")
+    if args.dashboard:
+        _serve_dashboard(server.url, stack)
+    return 0
+
+
+def _serve_dashboard(redis_url: str, stack: ExitStack) -> None:
+    """The dashboard over the demo's Redis on a loopback port, until Ctrl-C."""
+    import redis
+
+    from ldptel.dashboard import create_app
+
+    client = redis.Redis.from_url(redis_url)
+    stack.callback(client.close)
+    base_url = stack.enter_context(serve(create_app(client)))
+    print(f"Dashboard: {base_url}/campaigns/{CAMPAIGN} (Ctrl-C stops the demo)", flush=True)
+    with suppress(KeyboardInterrupt):
+        threading.Event().wait()
+
+
+def fill(
+    redis_url: str, args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack
+) -> Filled:
+    """The collector on a free port over `redis_url`, the campaign, args.n users in each of
+    args.windows consecutive windows (the last one the current window, where the SDK users
+    report too), one aggregator pass that stores every window's document."""
     import logging
 
     import redis
 
-    from ldptel.aggregator.html import render_html
-    from ldptel.aggregator.model import to_json
     from ldptel.aggregator.report import build_window, list_windows
-    from ldptel.aggregator.table import format_window
     from ldptel.aggregator.worker import Worker
-    from ldptel.cli.report import write_page
+    from ldptel.client.campaign import CampaignConfig
     from ldptel.collector import create_app
-    from ldptel.store.redis_server import RedisServer
     from ldptel.store.registry import Registry
 
-    server = _step("starting redis-server", lambda: RedisServer(appendonly=False).start())
-    stack.callback(server.cleanup)
     admin_token = secrets.token_urlsafe(32)
-    app = create_app({"redis_url": server.url, "admin_token": admin_token, "rate_limit": 0})
+    clock = SimulatedClock()
+    config = {"redis_url": redis_url, "admin_token": admin_token, "rate_limit": 0}
+    app = create_app(config, clock=clock.now)
     for quiet in ("ldptel.collector.access", "werkzeug"):  # one line per request otherwise
         logging.getLogger(quiet).setLevel(logging.WARNING)
     base_url = stack.enter_context(serve(app))
@@ -308,27 +390,38 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     created = _step(
         "registering campaign", lambda: admin_post(base_url, "/v1/campaigns", admin_token, campaign)
     )
-    config = {**campaign, "config_id": created["config_id"]}
+    stamped = {**campaign, "config_id": created["config_id"]}
+    window_seconds = CampaignConfig.from_dict(campaign).window_seconds
     token = admin_post(base_url, "/v1/tokens", admin_token, {"app": ADMIN_APP})["token"]
 
     rng = np.random.default_rng(args.seed)
-    values = zipf_values(args.n, args.domain_size, args.zipf_exponent, rng)
-    true_counts = np.bincount(values, minlength=args.domain_size).tolist()
-    sdk_users = args.sdk_users
-    stage = Stage("users via the SDK", total=sdk_users, unit="user")
-    try:
-        report_through_sdk(base_url, token, [names[v] for v in values[:sdk_users]], stage)
-    finally:
-        stage.close()
-    stage = Stage("users posting reports", total=args.n - sdk_users, unit="report")
-    try:
-        post_reports(base_url, token, config, values[sdk_users:], args.seed, stage)
-    finally:
-        stage.close()
+    true_counts: list[int] = []
+    for number in range(args.windows):
+        last = number == args.windows - 1
+        clock.offset = (args.windows - 1 - number) * window_seconds
+        drift = number / (args.windows - 1) if args.windows > 1 else 0.0
+        p = drifting_probabilities(args.domain_size, args.zipf_exponent, drift)
+        values = rng.choice(args.domain_size, size=args.n, p=p)
+        true_counts = np.bincount(values, minlength=args.domain_size).tolist()
+        sdk_users = args.sdk_users if last else 0
+        if sdk_users:  # on the wall clock, which the SDK's ledger reads from the collector
+            stage = Stage("users via the SDK", total=sdk_users, unit="user")
+            try:
+                report_through_sdk(base_url, token, [names[v] for v in values[:sdk_users]], stage)
+            finally:
+                stage.close()
+        label = "users posting reports"
+        if args.windows > 1:
+            label = f"window {number + 1}/{args.windows} users"
+        stage = Stage(label, total=args.n - sdk_users, unit="report")
+        try:
+            post_reports(base_url, token, stamped, values[sdk_users:], args.seed + number, stage)
+        finally:
+            stage.close()
 
-    client = redis.Redis.from_url(server.url)
+    client = redis.Redis.from_url(redis_url)
     stack.callback(client.close)
-    stage = Stage("aggregating", total=args.n, unit="report")
+    stage = Stage("aggregating", total=args.n * args.windows, unit="report")
     try:
         Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
     finally:
@@ -342,15 +435,4 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
         stage.advance()
     finally:
         stage.close()
-    timings = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in Stage.TIMINGS.items())
-    print(f"stages: {timings}", file=sys.stderr)
-    for report in document["reports"]:
-        for item in report["items"]:
-            item["true_count"] = true_counts[item["index"]]
-    write_page(Path(args.html), render_html(document))
-    if args.json:
-        print(to_json(document, indent=2))
-    else:
-        print(format_window(document, true_counts))
-        print(f"\nHTML report: {Path(args.html).resolve()}")
-    return 0
+    return Filled(document, true_counts)
