@@ -259,14 +259,14 @@ def create_app(client: RedisClient, analyst_token: str | None = None) -> Flask:
                 pages.trends_section(
                     shown.trends(),
                     shown.after.confidence if shown.after else 0.95,
-                    pages.download_links(f"{base}/trend", query),
+                    pages.download_links(f"{base}/trend", query, "trends"),
                 ),
                 pages.change_html(shown.change(), shown.before, shown.after),
                 pages.items_section(
                     shown.after,
                     shown.change(),
                     selection,
-                    pages.download_links(f"{base}/change", query),
+                    pages.download_links(f"{base}/change", query, "items and changes"),
                 ),
                 "</form>",
             ]

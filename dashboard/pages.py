@@ -142,11 +142,7 @@ def controls(selection: Selection, levels: Sequence[str], windows: Sequence[int]
             for w in reversed(windows)
         )
         parts.append(f'<label>{label}<select name="{name}">{options}</select></label>')
-    parts.append(
-        '<label>search items<input type="search" name="q" data-filter="table.items" '
-        f'value="{escape(selection.search)}" aria-controls="items"></label>'
-        '<button type="submit">Show</button></div>'
-    )
+    parts.append('<button type="submit">Show</button></div>')
     return "".join(parts)
 
 
@@ -288,6 +284,9 @@ def items_section(
         f'<p class="note">Window {escape(window_label(after.window))}: unbiased estimates, '
         f"consistent ({escape(after.consistency)}, biased) values, and the change. "
         f"Tick items and press Show to draw their trends. Download: {downloads}</p>"
+        '<div class="controls"><label>search items<input type="search" name="q" '
+        f'data-filter="table.items" value="{escape(selection.search)}" aria-controls="items">'
+        '</label><button type="submit">Show</button></div>'
     )
     if not after.ok:
         intro = f'<p class="status">{escape(after.message)}</p>' + intro
@@ -298,10 +297,11 @@ def items_section(
     return "<h2>Items</h2>" + intro + table
 
 
-def download_links(base: str, query: str) -> str:
+def download_links(base: str, query: str, what: str) -> str:
+    """Links to `base`.csv and `base`.json with the page's parameters: what is shown."""
     return (
-        f'<a href="{escape(base)}.csv?{escape(query)}" download>CSV</a>, '
-        f'<a href="{escape(base)}.json?{escape(query)}" download>JSON</a>.'
+        f'<a href="{escape(base)}.csv?{escape(query)}" download>{escape(what)} as CSV</a>, '
+        f'<a href="{escape(base)}.json?{escape(query)}" download>{escape(what)} as JSON</a>.'
     )
 
 

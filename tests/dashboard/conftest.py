@@ -1,7 +1,7 @@
 """The dashboard's test site: a private redis-server filled by `ldptel demo`'s simulated users
 over several windows (through the real collector, over HTTP) and aggregated; plus one older
 window whose stored report has too few reports. The collector (report API, analyst token)
-and the dashboard are served on loopback over that Redis for the whole module."""
+and the dashboard are served on loopback over that Redis for the whole session."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def demo_arguments(*argv: str) -> argparse.Namespace:
     return args
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def site() -> Iterator[Site]:
     import redis
 
