@@ -86,6 +86,7 @@ class TrendRow(TypedDict):
     window: int
     window_start: str
     level: str
+    config_id: str
     n: int
     status: str
     estimate: float | None
@@ -245,8 +246,10 @@ def create_app(client: RedisClient, analyst_token: str | None = None) -> Flask:
         selection = shown.selection
         report = None
         if shown.after is not None:
-            document = campaigns.document(name, shown.after.window)
+            held = next(w for w in shown.windows if w.window == shown.after.window)
+            document = campaigns.document(name, held.window, held.version)
             report = None if document is None else views(document).get(selection.level)
+        found = shown.change()
         base = f"/campaigns/{name}"
         query = selection.query()
         body = "".join(
@@ -261,10 +264,10 @@ def create_app(client: RedisClient, analyst_token: str | None = None) -> Flask:
                     shown.after.confidence if shown.after else 0.95,
                     pages.download_links(f"{base}/trend", query, "trends"),
                 ),
-                pages.change_html(shown.change(), shown.before, shown.after),
+                pages.change_html(found, shown.before, shown.after),
                 pages.items_section(
                     shown.after,
-                    shown.change(),
+                    found,
                     selection,
                     pages.download_links(f"{base}/change", query, "items and changes"),
                 ),
@@ -323,6 +326,7 @@ def trend_row(item: str, level: str, point: TrendPoint) -> TrendRow:
         "window": point.window,
         "window_start": iso(point.window),
         "level": level,
+        "config_id": point.config_id,
         "n": point.n,
         "status": point.status,
         "estimate": point.estimate,
@@ -351,7 +355,7 @@ def download(
     """Rows as CSV (one header line; floats in full precision) or JSON (with `about`)."""
     disposition = {"Content-Disposition": f'attachment; filename="{stem}.{kind}"'}
     if kind == "json":
-        body = json.dumps({**about, "rows": rows}, indent=1)
+        body = json.dumps({**about, "rows": rows}, separators=(",", ":"))
         return Response(body, mimetype="application/json", headers=disposition)
     if kind != "csv":
         raise ParameterError("format", "must be .csv or .json")

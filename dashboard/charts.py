@@ -25,6 +25,7 @@ class TrendPoint:
 
     window: int
     label: str
+    config_id: str
     n: int
     status: str
     estimate: float | None = None
@@ -87,8 +88,9 @@ def trend_svg(item: str, points: list[TrendPoint], confidence: float) -> str:
     every = max(1, math.ceil(len(points) / 8))  # at most ~8 window labels on the axis
     for index, point in enumerate(points):
         if index % every == 0 or index == len(points) - 1:
+            anchor = "end" if index == len(points) - 1 and len(points) > 1 else "middle"
             parts.append(
-                f'<text x="{x(index):.1f}" y="{_HEIGHT - 8}" text-anchor="middle">'
+                f'<text x="{x(index):.1f}" y="{_HEIGHT - 8}" text-anchor="{anchor}">'
                 f"{escape(point.label)}</text>"
             )
     for run in runs(points):

@@ -49,6 +49,8 @@ class Numbers:
     consistent: NDArray[np.float64]
     #: The report's privacy statement in words (aggregator/report.py, privacy_sentences).
     privacy: tuple[str, ...]
+    #: Label -> position (one dict per domain, shared by the windows of a config).
+    positions: dict[str, int]
 
     @property
     def ok(self) -> bool:
@@ -56,7 +58,7 @@ class Numbers:
 
     def position(self, item: str) -> int | None:
         """Where `item` is in the columns (None: not in this report's domain)."""
-        return _positions(self.items).get(item)
+        return self.positions.get(item)
 
 
 def window_label(start: int) -> str:
@@ -65,26 +67,20 @@ def window_label(start: int) -> str:
     return text[:10] if text.endswith("T00:00:00Z") else text[:16].replace("T", " ")
 
 
-_POSITIONS: dict[tuple[str, ...], dict[str, int]] = {}
+Domains = dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, int]]]
 
 
-def _positions(items: tuple[str, ...]) -> dict[str, int]:
-    """Label -> position, one dict per domain (windows of one config share their tuple)."""
-    found = _POSITIONS.get(items)
-    if found is None:
-        found = _POSITIONS[items] = {item: i for i, item in enumerate(items)}
-    return found
-
-
-def numbers(report: Report, domains: dict[tuple[str, ...], tuple[str, ...]]) -> Numbers:
-    """A report as columns; `domains` interns equal item tuples across windows."""
+def numbers(report: Report, domains: Domains) -> Numbers:
+    """A report as columns; `domains` interns equal item tuples (and their positions)."""
     items = report["items"]
 
     def column(field: str) -> NDArray[np.float64]:
         return np.fromiter((item[field] for item in items), np.float64, len(items))  # type: ignore[literal-required]
 
     labels = tuple(item["item"] for item in items)
-    labels = domains.setdefault(labels, labels)
+    if labels not in domains:
+        domains[labels] = (labels, {item: i for i, item in enumerate(labels)})
+    labels, positions = domains[labels]
     longitudinal = report["privacy"].get("longitudinal")
     return Numbers(
         window=report["window"]["start_unix"],
@@ -106,6 +102,7 @@ def numbers(report: Report, domains: dict[tuple[str, ...], tuple[str, ...]]) -> 
         ci_high=column("ci_high"),
         consistent=column("consistent"),
         privacy=tuple(privacy_sentences(report)),
+        positions=positions,
     )
 
 
@@ -121,8 +118,10 @@ def views(document: WindowDocument) -> dict[str, Report]:
 
 @dataclass(frozen=True)
 class WindowNumbers:
-    """A stored window: its document's version and its reports as columns, by level."""
+    """A stored window: its start, its document's version and its reports as columns, by
+    level."""
 
+    window: int
     version: int
     built_at: str
     by_level: dict[str, Numbers]
@@ -135,12 +134,24 @@ class Campaigns:
         self.client = client
         self._lock = threading.Lock()
         self._windows: dict[tuple[str, int], WindowNumbers] = {}
-        self._domains: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._domains: Domains = {}
+        #: The last full document read per campaign, with its window and version.
+        self._documents: dict[str, tuple[int, int, WindowDocument]] = {}
 
-    def document(self, name: str, window: int) -> WindowDocument | None:
-        """One stored document, checked against the model (the latest window's chart)."""
+    def document(self, name: str, window: int, version: int) -> WindowDocument | None:
+        """One stored document, checked against the model (the latest window's chart); the
+        campaign's last one is kept while its version holds."""
+        with self._lock:
+            held = self._documents.get(name)
+        if held is not None and held[:2] == (window, version):
+            return held[2]
         raw = reports.load(self.client, name, window)
-        return None if raw is None else from_json(raw)
+        if raw is None:
+            return None
+        document = from_json(raw)
+        with self._lock:
+            self._documents[name] = (window, version, document)
+        return document
 
     def windows(self, name: str) -> list[WindowNumbers]:
         """Every stored window of a campaign, oldest first; only new or rebuilt documents
@@ -161,7 +172,9 @@ class Campaigns:
                     level: numbers(report, self._domains)
                     for level, report in views(document).items()
                 }
-                fresh[window] = WindowNumbers(versions[window], document["built_at"], by_level)
+                fresh[window] = WindowNumbers(
+                    window, versions[window], document["built_at"], by_level
+                )
         with self._lock:
             for window, held in fresh.items():
                 self._windows[(name, window)] = held
@@ -180,12 +193,13 @@ def trend(windows: list[WindowNumbers], level: str, item: str) -> list[TrendPoin
         window, label = report.window, window_label(report.window)
         if not report.ok or position is None:
             status = report.status if not report.ok else "item not in this window's domain"
-            points.append(TrendPoint(window, label, report.n, status))
+            points.append(TrendPoint(window, label, report.config_id, report.n, status))
             continue
         points.append(
             TrendPoint(
                 window,
                 label,
+                report.config_id,
                 report.n,
                 report.status,
                 estimate=float(report.estimate[position]),

@@ -73,7 +73,8 @@ def test_the_csv_download_is_the_json_api(site: Site, page: Any) -> None:
     page.goto(f"{site.dashboard}/campaigns/{site.campaign}?items=feed&items=home")
     with page.expect_download() as event:
         page.get_by_role("link", name="trends as CSV").click()
-    rows = list(csv.DictReader(Path(event.value.path()).open()))
+    with Path(event.value.path()).open() as download:
+        rows = list(csv.DictReader(download))
     assert {r["item"] for r in rows} == {"feed", "home"} and len(rows) == 2 * len(site.windows)
     for row in rows:
         report = site.window_document(int(row["window"]))["reports"][0]
