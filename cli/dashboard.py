@@ -13,6 +13,7 @@ import os
 import sys
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
+from ldptel.client.errors import ParameterError
 
 HOST_VARIABLE = "LDPTEL_DASHBOARD_HOST"
 PORT_VARIABLE = "LDPTEL_DASHBOARD_PORT"
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port",
         type=int,
-        default=int(os.environ.get(PORT_VARIABLE, "8090")),
+        default=os.environ.get(PORT_VARIABLE, "8090"),  # a string: argparse checks it
         help=f"port (default ${PORT_VARIABLE}, else 8090; 0 = a free one)",
     )
 
@@ -47,13 +48,12 @@ def run(args: argparse.Namespace) -> int:
     from werkzeug.serving import make_server
 
     from ldptel.cli.demo import sigterm_as_interrupt
-    from ldptel.cli.main import CliError
     from ldptel.dashboard import create_app
 
     token = os.environ.get(TOKEN_VARIABLE) or None
     if token is None and not is_loopback(args.host):
-        raise CliError(f"set {TOKEN_VARIABLE} to serve the dashboard beyond loopback")
-    app = create_app(redis_client(args.redis_url), analyst_token=token)
+        raise ParameterError("host", f"beyond loopback only with {TOKEN_VARIABLE} set")
+    app = create_app(redis_client(args.redis_url), analyst_token=token, warm=True)
     server = make_server(args.host, args.port, app, threaded=True)
     print(f"dashboard on http://{args.host}:{server.server_port}/", file=sys.stderr, flush=True)
     try:

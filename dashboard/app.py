@@ -18,6 +18,7 @@ import hmac
 import io
 import json
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
@@ -112,12 +113,19 @@ def _token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def create_app(client: RedisClient, analyst_token: str | None = None) -> Flask:
-    """The dashboard over one Redis (or Redis Cluster) client."""
+def create_app(
+    client: RedisClient, analyst_token: str | None = None, *, warm: bool = False
+) -> Flask:
+    """The dashboard over one Redis (or Redis Cluster) client; with `warm`, a background
+    thread reads every campaign's documents at once, so that the first page need not."""
     app = Flask(__name__, instance_path=None)
     app.url_map.strict_slashes = False
     registry = Registry(client)
     campaigns = Campaigns(client)
+    if warm:
+        threading.Thread(
+            target=campaigns.warm, args=(registry.names(),), name="dashboard-warm", daemon=True
+        ).start()
     expected = None if analyst_token is None else _token_digest(analyst_token)
 
     def allowed() -> bool:

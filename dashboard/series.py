@@ -21,7 +21,7 @@ from ldptel.aggregator.model import Report, WindowDocument, from_json
 from ldptel.aggregator.report import OK, privacy_sentences
 from ldptel.dashboard.charts import TrendPoint
 from ldptel.store import reports
-from ldptel.store.connection import RedisClient
+from ldptel.store.connection import REDIS_ERRORS, RedisClient
 from ldptel.store.reports import iso
 
 
@@ -152,6 +152,15 @@ class Campaigns:
         with self._lock:
             self._documents[name] = (window, version, document)
         return document
+
+    def warm(self, names: list[str]) -> None:
+        """Read every campaign's documents into the cache (a Redis error leaves it for the
+        pages to try again)."""
+        try:
+            for name in names:
+                self.windows(name)
+        except REDIS_ERRORS:
+            return
 
     def windows(self, name: str) -> list[WindowNumbers]:
         """Every stored window of a campaign, oldest first; only new or rebuilt documents

@@ -27,6 +27,7 @@ def test_bad_parameters_fail_in_one_line_before_anything_starts() -> None:
     one_line_error(ldptel("demo", "--oracle", "nope"), "demo", "oracle")
     one_line_error(ldptel("demo", "--n", "5", "--sdk-users", "6"), "demo", "sdk_users")
     one_line_error(ldptel("demo", "--html", "/proc/none/r.html"), "demo", "html")
+    one_line_error(ldptel("demo", "--windows", "0"), "demo", "windows")
 
 
 def children(pid: int) -> list[int]:
