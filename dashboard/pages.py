@@ -12,7 +12,7 @@ from importlib import resources
 from string import Template
 from urllib.parse import urlencode
 
-from ldptel.aggregator.html import chart_svg, summary_html
+from ldptel.aggregator.html import chart_svg, style, summary_html
 from ldptel.aggregator.model import Report
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
 from ldptel.dashboard.change import Change
@@ -40,7 +40,7 @@ def _number(value: float) -> str:
 def page(title: str, body: str, home: str, script: str = "") -> str:
     text = resources.files("ldptel.dashboard").joinpath("page.html").read_text()
     return Template(text).substitute(
-        title=escape(title), body=body, home=escape(home), script=script
+        title=escape(title), body=body, home=escape(home), script=script, style=style()
     )
 
 

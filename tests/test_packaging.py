@@ -28,6 +28,7 @@ PACKAGES = {part: f"ldptel.{part}" for part in PARTS}
 DATA_FILES = [
     "ldptel/collector/openapi.yaml",
     "ldptel/aggregator/report_template.html",
+    "ldptel/aggregator/report.css",
     "ldptel/dashboard/page.html",
     "ldptel/client/py.typed",
     "ldptel/collector/py.typed",

@@ -6,15 +6,14 @@ keyboard (search, tick an item, show its trend). Screenshots are kept in .artifa
 from __future__ import annotations
 
 import csv
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import launch
 from conftest import WINDOWS, Site
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".artifacts" / "dashboard"
 
 
@@ -23,11 +22,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--disable-background-networking", "--no-first-run"],
-        )  # fmt: skip
+        browser = launch(playwright)
         try:
             yield browser
         finally:
