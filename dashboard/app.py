@@ -174,9 +174,9 @@ def create_app(
         if expected is None or not hmac.compare_digest(_token_digest(token), expected):
             return error_response(403, "token", "not the analyst token")
         target = request.form.get("next", "/")
-        response = redirect(
-            target if target.startswith("/") and not target.startswith("//") else "/"
-        )
+        if not target.startswith("/") or target[1:2] in ("/", "\\"):
+            target = "/"  # a path of this site only (browsers read "/\\" as "//")
+        response = redirect(target)
         response.set_cookie(COOKIE, expected.hex(), httponly=True, samesite="Strict")
         return response
 
@@ -189,7 +189,6 @@ def create_app(
     def campaign_row(name: str) -> pages.CampaignRow:
         config = current_config(name)
         windows = campaigns.windows(name)
-        latest = windows[-1] if windows else None
         return pages.CampaignRow(
             name=name,
             oracle=config.oracle,
@@ -197,10 +196,8 @@ def create_app(
             domain_size=config.domain_size,
             levels=tuple(f"{k} {v:.3g}" for k, v in config.levels.items()),
             windows=len(windows),
-            latest=None
-            if latest is None
-            else latest.by_level.get("", None) or next(iter(latest.by_level.values()), None),
-            last_built=latest.built_at if latest else "never",
+            latest=windows[-1].by_level.get("") if windows else None,
+            last_built=max((w.built_at for w in windows), default="never"),
         )
 
     def current_config(name: str) -> CampaignConfig:

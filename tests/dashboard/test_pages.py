@@ -144,3 +144,11 @@ def test_with_an_analyst_token_every_request_needs_it(site: Site) -> None:
         )
         assert signed_in.status_code == 200 and signed_in.url == page
         assert ANALYST_TOKEN not in str(session.cookies.get_dict())
+        for elsewhere in ("//example.org/x", "/\\example.org", "https://example.org"):
+            answer = requests.post(
+                f"{base}/login",
+                data={"token": ANALYST_TOKEN, "next": elsewhere},
+                allow_redirects=False,
+                timeout=10,
+            )
+            assert answer.headers["Location"] == "/"  # never an open redirect
