@@ -175,7 +175,7 @@ def create_app(
             return error_response(403, "token", "not the analyst token")
         target = request.form.get("next", "/")
         if not target.startswith("/") or target[1:2] in ("/", "\\"):
-            target = "/"  # a path of this site only (browsers read "/\\" as "//")
+            target = "/"  # a path of this site only (browsers take a backslash for a slash)
         response = redirect(target)
         response.set_cookie(COOKIE, expected.hex(), httponly=True, samesite="Strict")
         return response

@@ -10,16 +10,38 @@ import threading
 import time
 from pathlib import Path
 
+import requests
 from ldptel_command import ldptel, one_line_error
 
 
-def test_a_tiny_demo_says_not_enough_reports(tmp_path: Path) -> None:
-    done = ldptel("demo", "--n", "10", "--html", str(tmp_path / "tiny.html"))
-
-    assert done.returncode == 0, done.stderr
-    assert "n = 10 " in done.stdout
-    assert "not enough reports: n = 10 < 100" in done.stdout
-    assert "not enough reports" in (tmp_path / "tiny.html").read_text()
+def test_a_tiny_demo_says_not_enough_reports_then_serves_the_dashboard(tmp_path: Path) -> None:
+    # Two windows of 10 users, then the dashboard over them until SIGTERM.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "demo", "--n", "10", "--windows", "2",
+         "--dashboard", "--html", str(tmp_path / "tiny.html")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        printed = []
+        for line in process.stdout:
+            printed.append(line)
+            if line.startswith("Dashboard: "):
+                break
+        assert "n = 10 " in "".join(printed)
+        assert "not enough reports: n = 10 < 100" in "".join(printed)
+        assert "not enough reports" in (tmp_path / "tiny.html").read_text()
+        page = requests.get(printed[-1].split()[1], params={"items": "home"}, timeout=30).text
+        assert page.count('<text class="gap"') == 2 and '<circle class="point"' not in page
+        started = children(process.pid)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert started and not any(alive(child) for child in started)  # its redis-server
+    finally:
+        for pid in [*children(process.pid), process.pid]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
 
 
 def test_bad_parameters_fail_in_one_line_before_anything_starts() -> None:

@@ -112,6 +112,15 @@ def test_levels_show_combined_and_each_level_across_windows(redis_client: Any) -
         page = requests.get(f"{base}/campaigns/leveled", params={"level": "low"}, timeout=30).text
         assert page.count('<circle class="point"') == 3 * 3  # three default items, 3 windows
 
+        # More reports arrive for the last window and the aggregator rebuilds its report: the
+        # dashboard reads the rebuilt document (its version changed), not its cached copy.
+        post_levels(redis_client, config, WINDOW + 2 * DAY, rng)
+        Worker(redis_client).run_pass()
+        trend = requests.get(
+            f"{base}/campaigns/leveled/trend.json", params={"items": "item0"}, timeout=30
+        ).json()
+        assert [row["n"] for row in trend["rows"]] == [8000, 8000, 16000]
+
 
 def json_report(client: Any, window: int, level: str) -> Any:
     from ldptel.aggregator.report import load_window
