@@ -53,7 +53,6 @@ class NotFoundError(ParameterError):
 class View:
     """A campaign page's data: its config, stored windows, chosen view and numbers."""
 
-    name: str
     config: CampaignConfig
     windows: list[WindowNumbers]
     selection: pages.Selection
@@ -63,11 +62,8 @@ class View:
 
     @property
     def starts(self) -> list[int]:
-        return [w.by_level[self.selection.level].window for w in self.shown]
-
-    @property
-    def shown(self) -> list[WindowNumbers]:
-        return [w for w in self.windows if self.selection.level in w.by_level]
+        """The windows holding a report of the shown level."""
+        return [w.window for w in self.windows if self.selection.level in w.by_level]
 
     def change(self) -> Change | None:
         if self.before is None or self.after is None or self.before is self.after:
@@ -233,7 +229,7 @@ def create_app(
             None if after is None else after.window,
             search,
         )
-        return View(name, config, windows, selection, tuple(levels), before, after)
+        return View(config, windows, selection, tuple(levels), before, after)
 
     def window_argument(
         field: str, by_start: dict[int, Numbers], default: Numbers | None
@@ -263,7 +259,9 @@ def create_app(
                 pages.privacy_section(report),
                 f'<form method="get" action="{escape(base)}" class="view">',
                 pages.controls(selection, shown.levels, shown.starts),
-                pages.latest_section(report),
+                pages.window_section(
+                    report, latest=shown.selection.after == max(shown.starts, default=None)
+                ),
                 pages.trends_section(
                     shown.trends(),
                     shown.after.confidence if shown.after else 0.95,
@@ -279,7 +277,7 @@ def create_app(
                 "</form>",
             ]
         )
-        return pages.page(f"{name}", body, "/", pages.FILTER_SCRIPT)
+        return pages.page(name, body, "/", pages.FILTER_SCRIPT)
 
     @app.get("/campaigns/<name>/trend.<kind>")
     def trend_download(name: str, kind: str) -> Response:

@@ -146,12 +146,13 @@ def controls(selection: Selection, levels: Sequence[str], windows: Sequence[int]
     return "".join(parts)
 
 
-def latest_section(report: Report | None) -> str:
-    """The latest window as today's chart (the aggregator's bar chart of the report)."""
+def window_section(report: Report | None, latest: bool) -> str:
+    """The shown window (by default the latest, today's chart) as the aggregator's bar chart
+    of its report."""
     if report is None:
         return '<p class="status">No stored report for this view yet.</p>'
-    window = report["window"]
-    head = f"<h2>Latest window: {escape(window_label(window['start_unix']))}</h2>"
+    label = window_label(report["window"]["start_unix"])
+    head = f"<h2>{'Latest window' if latest else 'Window'}: {escape(label)}</h2>"
     if report["status"] == NOT_ENOUGH:
         return head + f'<p class="status">{escape(report["message"])}</p>'
     significance = report["significance"]
@@ -218,7 +219,7 @@ def change_html(change: Change | None, before: Numbers | None, after: Numbers | 
     """The change view's statement: what was compared, how, and how many items changed."""
     head = "<h2>Change between windows</h2>"
     if change is None or before is None or after is None:
-        return head + '<p class="note">One window only: nothing to compare yet.</p>'
+        return head + '<p class="note">Fewer than two stored windows: nothing to compare yet.</p>'
     span = f"From {window_label(before.window)} to {window_label(after.window)}"
     if change.untested:
         text = f"{span}: not tested, {change.untested}."

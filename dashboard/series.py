@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,9 @@ from ldptel.dashboard.charts import TrendPoint
 from ldptel.store import reports
 from ldptel.store.connection import REDIS_ERRORS, RedisClient
 from ldptel.store.reports import iso
+
+#: Documents read per round trip on a cold cache.
+LOAD_CHUNK = 32
 
 
 @dataclass(frozen=True)
@@ -162,9 +166,16 @@ class Campaigns:
         except REDIS_ERRORS:
             return
 
+    def _load(self, name: str, windows: list[int]) -> Iterator[tuple[int, bytes | None]]:
+        """The stored documents of `windows`, LOAD_CHUNK per round trip (a year of documents
+        of 1,000 items is ~90 MB: never all in one reply)."""
+        for start in range(0, len(windows), LOAD_CHUNK):
+            chunk = windows[start : start + LOAD_CHUNK]
+            yield from zip(chunk, reports.load_many(self.client, name, chunk), strict=True)
+
     def windows(self, name: str) -> list[WindowNumbers]:
         """Every stored window of a campaign, oldest first; only new or rebuilt documents
-        are read from Redis (in one round trip)."""
+        are read from Redis."""
         versions = reports.versions(self.client, name)
         with self._lock:
             stale = [
@@ -172,9 +183,8 @@ class Campaigns:
                 for window, version in versions.items()
                 if (held := self._windows.get((name, window))) is None or held.version != version
             ]
-        loaded = zip(stale, reports.load_many(self.client, name, stale), strict=True)
         fresh = {}
-        for window, raw in loaded:
+        for window, raw in self._load(name, stale):
             if raw is not None:
                 document = from_json(raw)
                 by_level = {

@@ -128,3 +128,17 @@ def json_report(client: Any, window: int, level: str) -> Any:
     document = load_window(client, "leveled", window)
     assert document is not None
     return next(r for r in document["reports"] if r["level"] == level)
+
+
+def test_a_campaign_without_reports_yet_says_so(redis_client: Any) -> None:
+    config = CampaignConfig.from_dict(
+        {"name": "fresh", "oracle": "de", "epsilon": 1.0, "domain": ["a", "b"]}
+    )
+    Registry(redis_client).create(config)
+    with serve(create_app(redis_client)) as base:
+        assert "no report yet" in requests.get(f"{base}/", timeout=30).text
+        page = requests.get(f"{base}/campaigns/fresh", timeout=30)
+        assert page.status_code == 200 and "No stored report for this view yet." in page.text
+        assert "Fewer than two stored windows: nothing to compare yet." in page.text
+        missing = requests.get(f"{base}/campaigns/fresh/change.json", timeout=30)
+        assert missing.status_code == 400 and missing.json()["error"]["field"] == "from"
