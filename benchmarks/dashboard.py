@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import time
 
@@ -107,7 +108,10 @@ def main() -> None:
                   f"warm {warm * 1000:6.1f} ms (cpu {warm_cpu * 1000:6.1f})  "
                   f"{size / 1024:5.0f} KiB")  # fmt: skip
         load = os.getloadavg()[0]
-        print(json.dumps({"windows": args.windows, "items": args.items, "load": load, **results}))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        print(f"load average {load:.1f}; peak RSS of this process {peak:.0f} MiB (fill included)")
+        print(json.dumps({"windows": args.windows, "items": args.items, "load": load,
+                          "peak_rss_mib": peak, **results}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -98,14 +98,14 @@ class Selection:
     after: int | None
     search: str
 
-    def query(self, **changes: object) -> str:
+    def query(self) -> str:
+        """The view as a URL query (what the downloads repeat)."""
         fields: dict[str, object] = {
             "level": self.level,
             "items": list(self.items),
             "from": self.before,
             "to": self.after,
             "q": self.search,
-            **changes,
         }
         pairs = [
             (key, value)
@@ -250,8 +250,9 @@ def items_section(
                 change.significant[i],
             )
     head = (
-        '<tr><th class="item">trend</th><th class="item">item</th><th>estimate</th><th>stderr</th>'
-        "<th>consistent</th><th>change</th><th>stderr of change</th><th>z</th>"
+        '<tr><th class="item">trend</th><th class="item">item</th><th>estimate (unbiased)</th>'
+        "<th>stderr</th><th>consistent (biased)</th><th>change</th><th>stderr of change</th>"
+        "<th>z</th>"
         "<th>significant change</th></tr>"
     )
     order = sorted(range(len(after.items)), key=lambda i: -after.estimate[i])
