@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from chromium import launch
-from conftest import WINDOWS, Site
+from dashboard_site import WINDOWS, Site
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".artifacts" / "dashboard"
 

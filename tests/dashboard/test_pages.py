@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import ANALYST_TOKEN, WINDOWS, Site
+from dashboard_site import ANALYST_TOKEN, WINDOWS, Site
 
 from ldptel.aggregator.report import significance_z
 from ldptel.cli.demo import item_names, serve

@@ -1,7 +1,8 @@
-"""The dashboard's test site: a private redis-server filled by `ldptel demo`'s simulated users
-over several windows (through the real collector, over HTTP) and aggregated; plus one older
-window whose stored report has too few reports. The collector (report API, analyst token)
-and the dashboard are served on loopback over that Redis for the whole session."""
+"""The dashboard's test site (the `site` fixture of tests/conftest.py): a private
+redis-server filled by `ldptel demo`'s simulated users over several windows (through the real
+collector, over HTTP) and aggregated; plus one older window whose stored report has too few
+reports. The collector (report API, analyst token) and the dashboard are served on loopback
+over that Redis for the whole session."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
 import requests
 
 from ldptel.aggregator.report import build_window, store_window
@@ -57,8 +57,8 @@ def demo_arguments(*argv: str) -> argparse.Namespace:
     return args
 
 
-@pytest.fixture(scope="session")
-def site() -> Iterator[Site]:
+def serve_site() -> Iterator[Site]:
+    """Fill, serve, yield the site; stop everything after."""
     import redis
 
     arguments = ["--windows", str(WINDOWS), "--n", str(USERS), "--oracle", "olh", "--seed", "7"]
