@@ -378,9 +378,7 @@ def _register_reports(app: Flask) -> None:
         try:
             valid = collector.refused_if_failing(caller, lambda: collector.ingestor.validate(batch))
             # Counted by the ingest script, whatever its answer.
-            stored = collector.ingestor.append(
-                valid, key, caller.token_hash, now=collector.clock()
-            )
+            stored = collector.ingestor.append(valid, key, caller.token_hash, now=collector.clock())
         except ApiError as error:
             metrics.REPORTS_REJECTED.labels(error.code).inc(len(batch.reports))
             raise

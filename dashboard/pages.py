@@ -159,11 +159,11 @@ def window_section(report: Report | None, latest: bool) -> str:
     return (
         head
         + summary_html(report)
-        + chart_svg(report["items"])
+        + chart_svg(report["items"], report["confidence"])
         + f'<p class="note">Bars: the largest unbiased estimates; whiskers: '
-        f"{report['confidence']:.0%} confidence intervals. Dark bars are significantly above "
+        f"{report['confidence']:.0%} confidence intervals. Solid bars are significantly above "
         f"zero (fewer than {significance['expected_false_flags']:g} items expected to be "
-        "flagged by chance over the whole domain).</p>"
+        "flagged by chance over the whole domain); outlined bars are not.</p>"
     )
 
 
