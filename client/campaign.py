@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeAlias
 
 from ldptel.client.canonical import canonical_json
 from ldptel.client.errors import InvalidLevelError, ParameterError
@@ -29,9 +29,17 @@ from ldptel.client.levels import (
     check_strategy,
     reporting_epsilon,
 )
+from ldptel.client.numeric import NumericMechanism, numeric_class
+from ldptel.client.numeric.base import check_range
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.auto import AutoOracle, choose_oracle
 from ldptel.client.oracles.base import check_epsilon, check_int
+
+#: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
+#: numeric mechanism (a campaign with a `range`). Both declare `fields`, `encode`, `decode`,
+#: `pack`/`unpack` and an additive integer `support`, which is all the collector and the
+#: aggregator's window state need.
+Mechanism: TypeAlias = FrequencyOracle | NumericMechanism
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -79,6 +87,10 @@ class CampaignConfig:
     #: RAPPOR's f, THE's theta) that `params` does not fix, written when the config is
     #: created (`as_created`); absent from the JSON when empty.
     level_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: A numeric campaign's [low, high] (ldptel.client.numeric): it has no `domain` (empty
+    #: here, absent from the JSON) and a numeric mechanism as `oracle`; None (absent from the
+    #: JSON) for a categorical campaign, so those keep their ids.
+    range: tuple[float, float] | None = None
     #: True for a config stored before ids hashed RFC 8785 JSON: its id is the hash of
     #: `legacy_json` and stays so (ids are computed once, at creation). Not part of the JSON.
     legacy_id: bool = field(default=False, compare=False)
@@ -96,7 +108,8 @@ class CampaignConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ParameterError(unknown[0], "unknown field")
-        for required in ("name", "oracle", "epsilon", "domain"):
+        numeric = "range" in data
+        for required in ("name", "oracle", "epsilon", "range" if numeric else "domain"):
             if required not in data:
                 raise ParameterError(required, "is required")
         name = data["name"]
@@ -104,13 +117,17 @@ class CampaignConfig:
             raise ParameterError("name", "must match [a-z0-9][a-z0-9_-]{0,63}")
         if not isinstance(data["oracle"], str):
             raise ParameterError("oracle", "must be a string")
-        domain = check_domain(data["domain"], stored=stored)
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise ParameterError("params", "must be an object")
         lifetime = data.get("lifetime_epsilon")
         epsilon = check_epsilon(data["epsilon"])
-        oracle, params, choice = _resolve_oracle(data, len(domain), epsilon, params)
+        if numeric:
+            domain, value_range = [], _check_numeric(data)
+            oracle, choice = numeric_class(data["oracle"]).name, data.get("oracle_choice")
+        else:
+            domain, value_range = check_domain(data["domain"], stored=stored), None
+            oracle, params, choice = _resolve_oracle(data, len(domain), epsilon, params)
         levels = check_levels(data.get("levels", {}))
         if levels and max(levels.values()) > epsilon:
             raise ParameterError("levels", f"level epsilons must be <= epsilon ({epsilon:g})")
@@ -147,8 +164,9 @@ class CampaignConfig:
             oracle_choice=choice,
             level_params=_check_level_params(data.get("level_params", {}), levels),
             memoization=memoization,
+            range=value_range,
         )
-        config.build_oracle()  # the oracle validates its own parameters
+        config.build_mechanism()  # the oracle validates its own parameters
         for level in levels:  # and at each level's epsilon (e.g. a fixed OLH g too small)
             if config.level_oracle(level) is None and level in config.level_params:
                 raise ParameterError("level_params", f"level {level!r} does not report")
@@ -161,6 +179,11 @@ class CampaignConfig:
         # at d = 4096, on every config load); only the mutable nested values need copies.
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["domain"] = list(self.domain)
+        if self.range is None:
+            del data["range"]  # absent for a categorical campaign: its id is unchanged
+        else:
+            data["range"] = list(self.range)
+            del data["domain"]  # a numeric campaign has a range instead
         data["params"] = copy.deepcopy(dict(self.params))
         if self.oracle_choice is not None:
             data["oracle_choice"] = copy.deepcopy(dict(self.oracle_choice))
@@ -225,7 +248,7 @@ class CampaignConfig:
         `level_params` when the config declares levels. Served with the config, so that no
         client derives one, and stored, so that neither a later default nor another rounding
         rule can change what an existing campaign's reports mean."""
-        oracle = self.build_oracle()
+        oracle = self.build_mechanism()
         if not self.levels:
             derived = {**oracle.fixed_params(), **oracle.derived_params()}
             return replace(self, params={**derived, **self.params})
@@ -242,11 +265,37 @@ class CampaignConfig:
                 per_level[level] = own
         return replace(shared, level_params=per_level)
 
+    @property
+    def numeric(self) -> bool:
+        """True for a numeric campaign (a `range`, a numeric mechanism)."""
+        return self.range is not None
+
+    def build_mechanism(self, epsilon: float | None = None, level: str = "") -> Mechanism:
+        """The frequency oracle or numeric mechanism this config describes (`build_oracle`
+        or `build_numeric`)."""
+        if self.numeric:
+            return self.build_numeric(epsilon)
+        return self.build_oracle(epsilon, level)
+
+    def build_numeric(self, epsilon: float | None = None) -> NumericMechanism:
+        """The numeric mechanism of a numeric campaign, at `epsilon` (default: the
+        config's), over its range with `params`."""
+        if self.range is None:
+            raise ParameterError("range", f"campaign {self.name!r} is not numeric")
+        low, high = self.range
+        epsilon = self.epsilon if epsilon is None else epsilon
+        try:
+            return numeric_class(self.oracle)(epsilon=epsilon, low=low, high=high, **self.params)
+        except TypeError as error:  # an unexpected keyword in params
+            raise ParameterError("params", str(error)) from error
+
     def build_oracle(self, epsilon: float | None = None, level: str = "") -> FrequencyOracle:
         """The oracle this config describes, at `epsilon` (default: the config's), with
         `params` and the level's `level_params`. Parameters derived from epsilon (OLH's g, SS's
         k, RAPPOR's f, THE's theta) are derived anew unless the config fixes them, which every
         config created since they are served does (`as_created`)."""
+        if self.numeric:
+            raise ParameterError("oracle", f"campaign {self.name!r} is numeric (build_numeric)")
         cls = oracle_class(self.oracle)
         extra: dict[str, Any] = {"labels": list(self.domain)} if cls.takes_labels else {}
         epsilon = self.epsilon if epsilon is None else epsilon
@@ -275,6 +324,14 @@ class CampaignConfig:
                 "required", f"campaign {self.name!r} requires a privacy level (one of {known})"
             )
         return reporting_epsilon(self.levels, level, self.level_strategy, self.level_threshold)
+
+    def level_mechanism(self, level: str = "") -> Mechanism | None:
+        """`level_oracle`, or the numeric mechanism of a numeric campaign (which declares no
+        levels: `level` must be "")."""
+        if self.numeric:
+            self.reporting_epsilon(level)  # the level rule: raises for any level
+            return self.build_numeric()
+        return self.level_oracle(level)
 
     def level_oracle(self, level: str = "") -> FrequencyOracle | None:
         """The oracle a level's reports are randomized with (None: the level does not
@@ -317,6 +374,22 @@ def check_domain(domain: object, *, stored: bool = False) -> list[str]:
     if len(set(domain)) != len(domain):
         raise ParameterError("domain", "values must be distinct")
     return domain
+
+
+def _check_numeric(data: dict[str, Any]) -> tuple[float, float]:
+    """The [low, high] of an untrusted numeric config, which declares neither a domain nor
+    what only categorical campaigns have (an other label, privacy levels)."""
+    value_range = data["range"]
+    if not isinstance(value_range, list) or len(value_range) != 2:
+        raise ParameterError("range", "must be a list [low, high]")
+    try:
+        low, high = check_range(*value_range)
+    except ParameterError as error:
+        raise ParameterError("range", error.reason) from error
+    for categorical in ("domain", "other_label", "levels", "level_params"):
+        if data.get(categorical) not in (None, {}):
+            raise ParameterError(categorical, "a numeric campaign (range) has none")
+    return low, high
 
 
 def _check_level_params(value: object, levels: Mapping[str, float]) -> dict[str, dict[str, Any]]:

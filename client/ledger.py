@@ -186,7 +186,7 @@ CHANGE_PATTERN = "the change pattern (which reports carry the same value) is dis
 def guarantee(config: CampaignConfig) -> Guarantee:
     """The longitudinal guarantee the ledger enforces for `config` (docs/client.md)."""
     budget = Budget.of(config)
-    per_report = config.build_oracle().epsilon
+    per_report = config.build_mechanism().epsilon
     exact = config.memoization == MEMO_EXACT
     holds_for, discloses = (SAME_PATTERN, CHANGE_PATTERN) if exact else (ANY_HISTORIES, "")
     charge = "each distinct value's first reports" if exact else "every report"

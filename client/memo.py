@@ -21,6 +21,18 @@ No mode can both track a changing value and make a stable value's repeats free f
 histories: A,A,...,A against A,B,A,B,... drifts apart with every report of a value that is
 followed, which is why the sound default charges every report.
 
+Numeric campaigns (ldptel.client.numeric) report a number. Under "none" each report clips,
+rounds it to the mechanism's grid with a fresh alpha and randomizes it afresh, charged its
+epsilon, as above. Under "exact_discloses_changes" they follow Ding, Kulkarni, Yekhanin
+(NeurIPS 2017, Sec. 3): the install keeps one alpha per config (`alpha`, a keyed hash of its
+memo secret: uniform on 64 bits to anyone without the secret), so alpha-point rounding maps
+the value to a grid level deterministically, and the report of each level is drawn once and
+resent. The mean stays unbiased over installs (alpha is uniform across them); the first
+report of each level costs epsilon; and what the reports disclose is the change pattern of
+the rounded level (not of the raw value): a value moving within one level's rounding interval
+resends the same bytes. Campaigns using it should keep the grid coarse (`params.resolution`,
+e.g. 4 to 16 levels, as Ding et al.'s s), else every small change reaches a new level.
+
 Memo keys are keyed hashes of (config id, privacy level, value index), so the state file holds
 no label in clear; the memo is never sent. Nothing is drawn ahead: a config costs nothing to
 load, the first report of a value draws its randomization (benchmarks/client_overhead.py).
@@ -35,9 +47,9 @@ import sqlite3
 
 import numpy as np
 
-from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
 from ldptel.client.errors import ParameterError
-from ldptel.client.oracles import FrequencyOracle
+from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles.base import WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.randomness import SecureRandom
@@ -73,7 +85,7 @@ class Randomizer:
         memo_secret: bytes,
         level: str = "",
     ) -> None:
-        oracle = config.level_oracle(level)
+        oracle = config.level_mechanism(level)
         if oracle is None:
             raise ParameterError("level", f"{level!r} does not report under this config")
         self.config = config
@@ -82,7 +94,7 @@ class Randomizer:
         self.exact = config.memoization == MEMO_EXACT
         #: What memo keys and RAPPOR's client secret are per: the config, and the level.
         self._scope = f"{self.config_id}:{level}" if level else self.config_id
-        self.oracle: FrequencyOracle = oracle
+        self.oracle: Mechanism = oracle
         #: BLAKE2b keyed with the memo secret, copied per key (keying once saves a block).
         self._keyed = hashlib.blake2b(key=memo_secret, digest_size=16)
         self._rng = SecureRandom()
@@ -94,18 +106,31 @@ class Randomizer:
         if isinstance(self.oracle, Rappor):
             self._rappor = _rappor_client(conn, self.oracle, self._scope)
             self.permanent = self.oracle.permanent_epsilon
+        #: A numeric campaign's alpha for memoized alpha-point rounding (module docstring).
+        self.alpha = np.uint64(int.from_bytes(self._digest(f"alpha:{self._scope}")[:8], "little"))
 
-    def key(self, index: int) -> bytes:
+    def _digest(self, message: str) -> bytes:
         keyed = self._keyed.copy()  # = blake2b(message, key=memo_secret, digest_size=16)
-        keyed.update(f"{self._scope}:{index}".encode("ascii"))
+        keyed.update(message.encode("ascii"))
         return keyed.digest()
 
-    def spend(self, conn: sqlite3.Connection, index: int) -> tuple[str, float]:
-        """The report to send for value `index` and the epsilon it costs, with its memo
-        written in exact mode (inside the caller's transaction, which charges the ledger
-        that cost; call `committed` after COMMIT)."""
+    def key(self, index: int) -> bytes:
+        return self._digest(f"{self._scope}:{index}")
+
+    def memo_index(self, value: float) -> int:
+        """What a value is memoized under: a categorical value's index itself; a number's
+        grid level by alpha-point rounding with this install's fixed alpha."""
+        if isinstance(self.oracle, NumericMechanism):
+            return int(self.oracle.round_levels(np.array([value]), np.array([self.alpha]))[0])
+        return int(value)
+
+    def spend(self, conn: sqlite3.Connection, value: float) -> tuple[str, float]:
+        """The report to send for `value` (a categorical value's index, or a number) and the
+        epsilon it costs, with its memo written in exact mode (inside the caller's
+        transaction, which charges the ledger that cost; call `committed` after COMMIT)."""
         if not self.exact:
-            return self._fresh(index), self.per_report
+            return self._fresh(value), self.per_report
+        index = self.memo_index(value)
         final = self._final.get(index)
         if final is not None:
             return final, 0.0
@@ -117,7 +142,7 @@ class Randomizer:
         elif row is not None:
             report = str(row[0])
         else:
-            report = self._fresh(index)
+            report = self._fresh_memo(index)
         cost = max(min(spent + self.per_report, self.permanent) - spent, 0.0)
         if row is None:
             stored = None if self._rappor is not None else report
@@ -126,21 +151,32 @@ class Randomizer:
             conn.execute(_ADD_SPENT, (cost, key))
         return report, cost
 
-    def committed(self, index: int, report: str) -> None:
+    def committed(self, value: float, report: str) -> None:
         """After COMMIT: in exact mode a value whose bound is reached resends its memo from
         memory."""
         if self.exact and self._rappor is None:
-            self._final[index] = report
+            self._final[self.memo_index(value)] = report
 
-    def _fresh(self, index: int) -> str:
-        """A fresh draw of the oracle's one-report law (RAPPOR: a new PRR for this install's
-        cohort, not the HMAC-derived one, and a new IRR)."""
+    def _fresh(self, value: float) -> str:
+        """A fresh draw of the one-report law (RAPPOR: a new PRR for this install's cohort,
+        not the HMAC-derived one, and a new IRR; a number: clipped, rounded with a fresh
+        alpha, randomized)."""
+        if isinstance(self.oracle, NumericMechanism):
+            return wire_json(self.oracle.perturb(value, self._rng))
+        index = int(value)
         if self._rappor is not None:
-            value = np.array([index], dtype=np.int64)
+            values = np.array([index], dtype=np.int64)
             cohort = np.array([self._rappor.cohort], dtype=np.int64)
-            batch = self._rappor.oracle.perturb_cohorts(value, cohort, self._rng)
+            batch = self._rappor.oracle.perturb_cohorts(values, cohort, self._rng)
             return wire_json(self._rappor.oracle.encode(batch)[0])
         return wire_json(self.oracle.perturb(index, self._rng))
+
+    def _fresh_memo(self, index: int) -> str:
+        """The report memoized for `index` (a number's grid level: the level's private law)."""
+        if isinstance(self.oracle, NumericMechanism):
+            batch = self.oracle.perturb_levels(np.array([index], dtype=np.int64), self._rng)
+            return wire_json(self.oracle.encode(batch)[0])
+        return self._fresh(index)
 
 
 def _rappor_client(conn: sqlite3.Connection, oracle: Rappor, scope: str) -> RapporClient:
