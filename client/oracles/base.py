@@ -54,6 +54,17 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     return value
 
 
+def check_report_epsilon(epsilon: object) -> float:
+    """A one-report epsilon: finite, > 0 and at most MAX_EPSILON."""
+    value = check_epsilon(epsilon)
+    if value > MAX_EPSILON:
+        raise ParameterError(
+            "epsilon",
+            f"must be <= {MAX_EPSILON:g} (no meaningful privacy above), got {value!r}",
+        )
+    return value
+
+
 def check_int(value: object, name: str, minimum: int, maximum: int | None = None) -> int:
     """An integer in [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -117,7 +128,38 @@ def decode_int_field(reports: object, name: str, limit: int) -> NDArray[np.uint3
     return column
 
 
-class FrequencyOracle(ABC):
+class PackedReports:
+    """The compact storage form of report batches, shared by the frequency oracles and the
+    numeric mechanisms: each declares its columns in `fields`."""
+
+    #: The report batch's columns (set by each constructor).
+    fields: tuple[Field, ...]
+
+    # -- storage (compact, trusted: written only after `decode` validated it) -------------
+    def pack(self, batch: ReportBatch) -> bytes:
+        """Column-wise bytes of a validated batch, in `fields` order."""
+        return b"".join(
+            np.ascontiguousarray(batch[f.name], dtype=f.dtype).tobytes() for f in self.fields
+        )
+
+    def unpack(self, data: bytes, n: int) -> ReportBatch:
+        """Inverse of `pack` for a batch of n reports; raises ReportError if sizes differ."""
+        expected = sum(f.nbytes(n) for f in self.fields)
+        if len(data) != expected:
+            raise ReportError("payload", f"expected {expected} bytes for {n} reports")
+        batch: ReportBatch = {}
+        offset = 0
+        for f in self.fields:
+            size = f.nbytes(n)
+            column = np.frombuffer(
+                data, dtype=f.dtype, count=size // np.dtype(f.dtype).itemsize, offset=offset
+            )
+            batch[f.name] = column.reshape(f.shape(n))
+            offset += size
+        return batch
+
+
+class FrequencyOracle(PackedReports, ABC):
     """An LDP frequency oracle over the domain {0, ..., domain_size - 1}.
 
     Subclasses validate their parameters in `__init__` (keyword-only), and implement
@@ -128,20 +170,12 @@ class FrequencyOracle(ABC):
     #: True if the constructor takes `labels` (the domain's values as strings), as the
     #: hashing oracles do: they hash the item key of each label (docs/protocol.md).
     takes_labels: ClassVar[bool] = False
-    #: The report batch's columns (set by each oracle's constructor).
-    fields: tuple[Field, ...]
     #: True if `estimate` is exactly unbiased with exactly `variance` (the contract tests
     #: check both); an oracle whose decoder is not (full RAPPOR's NNLS fit) sets it False.
     exact_estimator: ClassVar[bool] = True
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
-        self.requested_epsilon = check_epsilon(epsilon)
-        if self.requested_epsilon > MAX_EPSILON:
-            raise ParameterError(
-                "epsilon",
-                f"must be <= {MAX_EPSILON:g} (no meaningful privacy above), "
-                f"got {self.requested_epsilon!r}",
-            )
+        self.requested_epsilon = check_report_epsilon(epsilon)
         self.domain_size = check_int(domain_size, "domain_size", 2, 2**24)
 
     def fixed_params(self) -> dict[str, Any]:
@@ -191,29 +225,6 @@ class FrequencyOracle(ABC):
     @abstractmethod
     def decode(self, reports: object) -> ReportBatch:
         """Validate untrusted wire reports and return them as a batch; raises ReportError."""
-
-    # -- storage (compact, trusted: written only after `decode` validated it) -------------
-    def pack(self, batch: ReportBatch) -> bytes:
-        """Column-wise bytes of a validated batch, in `fields` order."""
-        return b"".join(
-            np.ascontiguousarray(batch[f.name], dtype=f.dtype).tobytes() for f in self.fields
-        )
-
-    def unpack(self, data: bytes, n: int) -> ReportBatch:
-        """Inverse of `pack` for a batch of n reports; raises ReportError if sizes differ."""
-        expected = sum(f.nbytes(n) for f in self.fields)
-        if len(data) != expected:
-            raise ReportError("payload", f"expected {expected} bytes for {n} reports")
-        batch: ReportBatch = {}
-        offset = 0
-        for f in self.fields:
-            size = f.nbytes(n)
-            column = np.frombuffer(
-                data, dtype=f.dtype, count=size // np.dtype(f.dtype).itemsize, offset=offset
-            )
-            batch[f.name] = column.reshape(f.shape(n))
-            offset += size
-        return batch
 
     # -- aggregator ------------------------------------------------------------------------
     @property

@@ -1,0 +1,42 @@
+"""The numeric mechanisms, by their protocol names (one module per mechanism family).
+
+As with the frequency oracles, the client perturbs, the collector validates and the
+aggregator estimates with the same class; see base.py for the contract and the privacy
+theorem they share.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ldptel.client.errors import ParameterError
+from ldptel.client.numeric.base import Distribution, NumericMechanism
+from ldptel.client.numeric.duchi import Duchi, OneBitMean
+
+#: Protocol name -> mechanism class.
+NUMERIC_MECHANISMS: dict[str, type[NumericMechanism]] = {
+    "duchi": Duchi,
+    "1bitmean": OneBitMean,
+}
+
+
+def numeric_class(name: str) -> type[NumericMechanism]:
+    """The numeric mechanism registered under `name`."""
+    if name not in NUMERIC_MECHANISMS:
+        known = ", ".join(sorted(NUMERIC_MECHANISMS))
+        raise ParameterError("oracle", f"unknown numeric mechanism {name!r}; known: {known}")
+    return NUMERIC_MECHANISMS[name]
+
+
+def make_mechanism(name: str, **params: Any) -> NumericMechanism:
+    """Build a validated mechanism: `make_mechanism("pm", epsilon=1.0, low=0, high=10)`."""
+    return numeric_class(name)(**params)
+
+
+__all__ = [
+    "NUMERIC_MECHANISMS",
+    "Distribution",
+    "NumericMechanism",
+    "make_mechanism",
+    "numeric_class",
+]
