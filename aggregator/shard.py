@@ -21,8 +21,8 @@ from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
 from ldptel.aggregator.state import StateKey, add_delta
-from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.campaign import Mechanism
+from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import ReportBatch
 from ldptel.store import codec, keys
 from ldptel.store.codec import CorruptEntryError

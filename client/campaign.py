@@ -386,9 +386,12 @@ def _check_numeric(data: dict[str, Any]) -> tuple[float, float]:
         low, high = check_range(*value_range)
     except ParameterError as error:
         raise ParameterError("range", error.reason) from error
-    for categorical in ("domain", "other_label", "levels", "level_params"):
-        if data.get(categorical) not in (None, {}):
+    for categorical in ("domain", "other_label"):
+        if data.get(categorical) is not None:
             raise ParameterError(categorical, "a numeric campaign (range) has none")
+    for levels in ("levels", "level_params"):  # inverse-variance combination of means: later
+        if data.get(levels):
+            raise ParameterError(levels, "privacy levels are not supported for numeric campaigns")
     return low, high
 
 
