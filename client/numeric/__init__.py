@@ -10,13 +10,23 @@ from __future__ import annotations
 from typing import Any
 
 from ldptel.client.errors import ParameterError
+from ldptel.client.numeric.auto import AUTO_NUMERIC, choose_mechanism
+from ldptel.client.numeric.band import Piecewise
 from ldptel.client.numeric.base import Distribution, NumericMechanism
+from ldptel.client.numeric.dbitflip import DBitFlip
 from ldptel.client.numeric.duchi import Duchi, OneBitMean
+from ldptel.client.numeric.hm import Hybrid
+from ldptel.client.numeric.sw import SquareWave
 
 #: Protocol name -> mechanism class.
 NUMERIC_MECHANISMS: dict[str, type[NumericMechanism]] = {
     "duchi": Duchi,
+    "pm": Piecewise,
+    "hm": Hybrid,
     "1bitmean": OneBitMean,
+    "sw": SquareWave,
+    "dbitflip": DBitFlip,
+    "auto": AUTO_NUMERIC,
 }
 
 
@@ -37,6 +47,7 @@ __all__ = [
     "NUMERIC_MECHANISMS",
     "Distribution",
     "NumericMechanism",
+    "choose_mechanism",
     "make_mechanism",
     "numeric_class",
 ]

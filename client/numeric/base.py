@@ -99,6 +99,12 @@ class Distribution:
     probabilities: NDArray[np.float64]
     raw: NDArray[np.float64]
 
+    @classmethod
+    def on_levels(cls, points: NDArray[np.float64], raw: NDArray[np.float64]) -> Distribution:
+        """Buckets halfway between the levels, probabilities made consistent from `raw`."""
+        edges = np.concatenate(([points[0]], (points[:-1] + points[1:]) / 2, [points[-1]]))
+        return cls(points=points, edges=edges, probabilities=norm_sub(raw), raw=raw)
+
     @property
     def cdf(self) -> NDArray[np.float64]:
         """Estimated P(value <= points[i])."""

@@ -24,9 +24,9 @@ from ldptel.client.oracles.base import ReportBatch, check_int
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import sample_uniform_below
 
-#: B, the probability's step per level: with K = 2^16 levels, B K = 2^28 keeps T < 2^40
-#: down to epsilon = 0.001.
-DEFAULT_STEP = 2**12
+#: B K, the probability's span over the range, by default (B = SPAN // K): T = 2A + B K stays
+#: below 2^40 down to epsilon = 0.001, and A's rounding moves the loss by < 2^-28 relative.
+SPAN = 2**28
 
 
 def bit_base(epsilon: float, span: int) -> int:
@@ -50,11 +50,13 @@ class Duchi(CodeMechanism):
         low: float,
         high: float,
         resolution: int | None = None,
-        step: int = DEFAULT_STEP,
+        step: int | None = None,
         base: int | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, low=low, high=high, resolution=resolution)
-        self.step = check_int(step, "step", 1, 2**20)
+        self.step = check_int(
+            max(1, SPAN // self.resolution) if step is None else step, "step", 1, SPAN
+        )
         span = self.step * self.resolution
         self.base = check_int(
             bit_base(self.requested_epsilon, span) if base is None else base, "base", 1, 2**40

@@ -1,0 +1,125 @@
+"""The sliding-band law on the grid, shared by the Piecewise Mechanism (pm) and Square Wave
+(sw), whose continuous laws have the same shape: density p on a band of fixed width that
+slides with the input, q < p elsewhere, p / q = e^eps (Wang et al., ICDE 2019, Sec. III-B;
+Li et al., SIGMOD 2020, Sec. 4).
+
+Level s in 0..K is reported as a code j in [0, N), N = K + w: j lies in the band [s, s + w)
+with weight P each, elsewhere with weight Q each (integers, P / Q <= e^eps). With
+T = N Q + w (P - Q), the draw is one uniform u in [0, T): u < w (P - Q) gives the band cell
+s + u // (P - Q), else the cell (u - w (P - Q)) // Q of the whole output (so the band gets
+Q + (P - Q) = P). P(j | s) / P(j | s') is P/Q, 1 or Q/P, so the loss is ln(P / Q).
+
+E[j | s] = (Q N (N - 1) / 2 + (P - Q) (w s + w (w - 1) / 2)) / T = a + b s is affine in s,
+so (j - a) / b is an unbiased value of the level (in grid units) for every code.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.client.numeric.codes import CodeMechanism
+from ldptel.client.oracles.base import ReportBatch, check_int
+from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_uniform_below
+
+#: P, the band's weight: Q = ceil(P e^-eps) >= 3 even at eps = 20, and T <= N P < 2^52.
+HEAVY = 2**30
+
+
+def light_weight(heavy: int, epsilon: float) -> int:
+    """The least Q with ln(P / Q) <= epsilon."""
+    light = max(1, math.ceil(heavy * math.exp(-epsilon)))
+    while math.log(heavy / light) > epsilon:
+        light += 1
+    return light
+
+
+class SlidingBand(CodeMechanism):
+    """A sliding-band law with band width w (subclasses choose w from epsilon)."""
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        low: float,
+        high: float,
+        resolution: int | None = None,
+        band: int | None = None,
+        heavy: int = HEAVY,
+        light: int | None = None,
+    ) -> None:
+        super().__init__(epsilon=epsilon, low=low, high=high, resolution=resolution)
+        self.heavy = check_int(heavy, "heavy", 2, 2**40)
+        self.light = check_int(
+            light_weight(self.heavy, self.requested_epsilon) if light is None else light,
+            "light",
+            1,
+            self.heavy - 1,
+        )
+        default_band = self.optimal_band_fraction(self.requested_epsilon) * self.resolution
+        self.band = check_int(
+            max(1, round(default_band)) if band is None else band, "band", 1, MAX_BAND
+        )
+        self.outputs = self.resolution + self.band
+        self.extra = self.heavy - self.light
+        self.total = self.outputs * self.light + self.band * self.extra
+        n, w = self.outputs, self.band
+        self.intercept = (self.light * n * (n - 1) / 2 + self.extra * w * (w - 1) / 2) / self.total
+        self.slope = w * self.extra / self.total
+        self._set_codes(self.outputs)
+
+    @staticmethod
+    @abstractmethod
+    def optimal_band_fraction(epsilon: float) -> float:
+        """The paper's band width over the input range's width, for epsilon."""
+
+    def fixed_params(self) -> dict[str, Any]:
+        return {**super().fixed_params(), "heavy": self.heavy}
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"band": self.band, "light": self.light}
+
+    @property
+    def epsilon(self) -> float:
+        return math.log(self.heavy / self.light)
+
+    def perturb_levels(self, levels: NDArray[np.int64], rng: Rng) -> ReportBatch:
+        u = sample_uniform_below(rng, self.total, levels.size)
+        banded = self.band * self.extra
+        codes = np.where(u < banded, levels + u // self.extra, (u - banded) // self.light)
+        return {"y": codes.astype(self.fields[0].dtype)}
+
+    @property
+    def code_values(self) -> NDArray[np.float64]:
+        codes = np.arange(self.outputs, dtype=np.float64)
+        return self.level_value((codes - self.intercept) / self.slope)
+
+    def code_probabilities(self, level: int) -> NDArray[np.float64]:
+        weights = np.full(self.outputs, self.light, dtype=np.float64)
+        weights[level : level + self.band] = self.heavy
+        probabilities: NDArray[np.float64] = weights / self.total
+        return probabilities
+
+
+#: Largest band: codes are stored as uint32.
+MAX_BAND = 2**24
+
+
+class Piecewise(SlidingBand):
+    """The Piecewise Mechanism (Wang et al., ICDE 2019, Alg. 2): for t in [-1, 1] the output
+    lies in [-C, C], C = (e^(eps/2) + 1) / (e^(eps/2) - 1), with density p on
+    [l(t), l(t) + C - 1], l(t) = (C + 1) t / 2 - (C - 1) / 2, p / q = e^eps. The band's left
+    end slides over C + 1 while the band is C - 1 wide: w / K = e^(-eps/2). Worst-case
+    variance (their eq. 5, t = 1): (range/2)^2 ((e^(eps/2) + 3) / (3 (e^(eps/2) - 1)^2) +
+    1 / (e^(eps/2) - 1)), reached on the fine grid (the test checks it)."""
+
+    name = "pm"
+
+    @staticmethod
+    def optimal_band_fraction(epsilon: float) -> float:
+        return math.exp(-epsilon / 2)
