@@ -29,7 +29,8 @@ from ldptel.client.levels import (
     check_strategy,
     reporting_epsilon,
 )
-from ldptel.client.numeric import NumericMechanism, numeric_class
+from ldptel.client.numeric import NumericMechanism, choose_mechanism, numeric_class
+from ldptel.client.numeric.auto import AUTO_NUMERIC
 from ldptel.client.numeric.base import check_range
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.auto import AutoOracle, choose_oracle
@@ -124,7 +125,7 @@ class CampaignConfig:
         epsilon = check_epsilon(data["epsilon"])
         if numeric:
             domain, value_range = [], _check_numeric(data)
-            oracle, choice = numeric_class(data["oracle"]).name, data.get("oracle_choice")
+            oracle, params, choice = _resolve_numeric(data, epsilon, value_range, params)
         else:
             domain, value_range = check_domain(data["domain"], stored=stored), None
             oracle, params, choice = _resolve_oracle(data, len(domain), epsilon, params)
@@ -393,6 +394,26 @@ def _check_numeric(data: dict[str, Any]) -> tuple[float, float]:
         if data.get(levels):
             raise ParameterError(levels, "privacy levels are not supported for numeric campaigns")
     return low, high
+
+
+def _resolve_numeric(
+    data: dict[str, Any], epsilon: float, value_range: tuple[float, float], params: dict[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """(mechanism name, params, oracle_choice) of an untrusted numeric config; "auto" is
+    resolved here, once, as for frequency oracles (`_resolve_oracle`)."""
+    name = numeric_class(data["oracle"]).name
+    choice = data.get("oracle_choice")
+    if name != AUTO_NUMERIC.name:
+        if choice is not None and (not isinstance(choice, dict) or choice.get("mechanism") != name):
+            raise ParameterError("oracle_choice", f"must be null or a choice of {name!r}")
+        return name, params, choice
+    if choice is not None:
+        raise ParameterError("oracle_choice", "is written when oracle 'auto' is resolved")
+    if params:
+        raise ParameterError("params", "oracle 'auto' for a numeric campaign takes none")
+    chosen = choose_mechanism(epsilon, *value_range)
+    # As JSON reads it back (lists, not tuples), so the created config equals the stored one.
+    return chosen.mechanism, {}, json.loads(json.dumps(chosen.to_dict()))
 
 
 def _check_level_params(value: object, levels: Mapping[str, float]) -> dict[str, dict[str, Any]]:

@@ -660,7 +660,7 @@ class Reporter:
             try:
                 number = float(value)
             except OverflowError:  # an int beyond a double: clipped like an infinity
-                number = math.copysign(math.inf, value)
+                number = math.inf if value > 0 else -math.inf
             if math.isnan(number):
                 raise InvalidValueError("value", "must be a number, got NaN")
             return number
