@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,21 @@ from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the module's page tests (a launch takes seconds)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--disable-background-networking", "--no-first-run"],
+        )  # fmt: skip
+        yield launched
+        launched.close()
 
 
 @pytest.fixture
@@ -49,40 +65,81 @@ def test_a_window_without_enough_reports_shows_the_status(redis_client: Any) -> 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 def test_chromium_renders_the_chart_and_the_numbers(
-    document: dict[str, Any], tmp_path: Path
+    document: dict[str, Any], browser: Any, tmp_path: Path
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     page_file = tmp_path / "report.html"
     page_file.write_text(render_html(document), encoding="utf-8")
     items = document["reports"][0]["items"]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--disable-background-networking", "--no-first-run"],
-        )  # fmt: skip
-        try:
-            page = browser.new_page(viewport={"width": 1100, "height": 900})
-            page.goto(page_file.as_uri())
-            bars = page.locator("svg.chart rect.bar")
-            assert bars.count() == len(items)
-            for index in range(bars.count()):
-                box = bars.nth(index).bounding_box()
-                assert box is not None and box["width"] > 0 and box["height"] > 0
-            assert page.locator("svg.chart line.ci").count() == 3 * len(items)
-            # The largest estimate's bar is the widest.
-            widths = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]  # type: ignore[index]
-            assert widths[0] == max(widths)
-            table = page.locator("table.items")
-            for item in items:
-                row = table.locator(f'tr[data-item="{item["item"]}"]')
-                assert row.locator("td.estimate").inner_text() == f"{item['estimate']:,.0f}"
-                assert row.locator("td.consistent").inner_text() == f"{item['consistent']:,.0f}"
-            assert "differentially private" in page.locator(".privacy").inner_text()
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    try:
+        page.goto(page_file.as_uri())
+        bars = page.locator("svg.chart rect.bar")
+        assert bars.count() == len(items)
+        for index in range(bars.count()):
+            box = bars.nth(index).bounding_box()
+            assert box is not None and box["width"] > 0 and box["height"] > 0
+        assert page.locator("svg.chart line.ci").count() == 3 * len(items)
+        # The largest estimate's bar is the widest.
+        widths = [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]  # type: ignore[index]
+        assert widths[0] == max(widths)
+        table = page.locator("table.items")
+        for item in items:
+            row = table.locator(f'tr[data-item="{item["item"]}"]')
+            assert row.locator("td.estimate").inner_text() == f"{item['estimate']:,.0f}"
+            assert row.locator("td.consistent").inner_text() == f"{item['consistent']:,.0f}"
+        assert "differentially private" in page.locator(".privacy").inner_text()
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    finally:
+        page.close()
+
+
+@pytest.fixture
+def numeric_document(redis_client: Any) -> dict[str, Any]:
+    """A window of a numeric campaign with a distribution mechanism (sw): mean and histogram."""
+    config = make_config("latency", oracle="sw", range=[0, 2000]).as_created()
+    register(redis_client, config)
+    values = np.random.default_rng(3).lognormal(5.0, 1.0, size=10_000)
+    simulate(redis_client, config, values, window=WINDOW, batch_size=1000)
+    Worker(redis_client).run_pass()
+    return build_window(redis_client, Registry(redis_client), config.name, WINDOW)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_chromium_renders_the_mean_its_interval_and_the_histogram(
+    numeric_document: dict[str, Any], browser: Any, tmp_path: Path
+) -> None:
+    page_file = tmp_path / "numeric.html"
+    page_file.write_text(render_html(numeric_document), encoding="utf-8")
+    numeric = numeric_document["reports"][0]["numeric"]
+    buckets = numeric["distribution"]["buckets"]
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    try:
+        page.goto(page_file.as_uri())
+        dot = page.locator("svg.mean-chart circle.mean").bounding_box()
+        whiskers = page.locator("svg.mean-chart line.ci").first.bounding_box()
+        assert dot is not None and whiskers is not None
+        # The dot sits inside its interval (the interval may be narrower than the dot).
+        assert (
+            whiskers["x"] - 8
+            <= dot["x"] + dot["width"] / 2
+            <= whiskers["x"] + 8 + (whiskers["width"])
+        )
+        heights = page.eval_on_selector_all(
+            "svg.distribution-chart rect.bucket",
+            "bars => bars.map(bar => bar.getBoundingClientRect().height)",
+        )  # one round trip for every bar
+        assert len(heights) == len(buckets)
+        tallest = max(range(len(buckets)), key=lambda i: buckets[i]["probability"])
+        assert heights[tallest] == max(heights) > 0
+        cdf = page.locator("svg.distribution-chart polyline.cdf").bounding_box()
+        assert cdf is not None and cdf["height"] > 100  # rises from 0 to 1
+        estimate = f"{numeric['mean']['estimate']:,.4g}"
+        assert page.locator("table.mean td.estimate").inner_text() == estimate
+        assert page.locator("table.quantiles tr[data-q='0.5']").count() == 1
+        page.screenshot(path=str(tmp_path / "numeric.png"), full_page=True)
+    finally:
+        page.close()
 
 
 def test_consistency_choice_shows_in_the_page(redis_client: Any, document: Any) -> None:
