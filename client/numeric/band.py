@@ -39,6 +39,14 @@ def light_weight(heavy: int, epsilon: float) -> int:
     return light
 
 
+#: The audit's events for a pair of levels low < high: the code in low's band only, in
+#: high's only, in both, in neither. Every code of one event has the same probability ratio
+#: between the two levels (P/Q, Q/P, 1, 1), so the events lose nothing of the privacy loss.
+REGIONS = ("low band", "high band", "both bands", "neither band")
+#: Largest band: codes are stored as uint32.
+MAX_BAND = 2**24
+
+
 class SlidingBand(CodeMechanism):
     """A sliding-band law with band width w (subclasses choose w from epsilon)."""
 
@@ -72,6 +80,7 @@ class SlidingBand(CodeMechanism):
         self.intercept = (self.light * n * (n - 1) / 2 + self.extra * w * (w - 1) / 2) / self.total
         self.slope = w * self.extra / self.total
         self._set_codes(self.outputs)
+        self.audit_event_count = len(REGIONS)
 
     @staticmethod
     @abstractmethod
@@ -105,9 +114,24 @@ class SlidingBand(CodeMechanism):
         probabilities: NDArray[np.float64] = weights / self.total
         return probabilities
 
+    # -- audit -----------------------------------------------------------------------------
+    def regions(self, codes: NDArray[np.int64], level: int, other: int) -> NDArray[np.int64]:
+        """Each code's event of REGIONS for the pair {level, other}."""
+        low, high = min(level, other), max(level, other)
+        in_low = (codes >= low) & (codes < low + self.band)
+        in_high = (codes >= high) & (codes < high + self.band)
+        events: NDArray[np.int64] = np.where(
+            in_low & in_high, 2, np.where(in_low, 0, np.where(in_high, 1, 3))
+        )
+        return events
 
-#: Largest band: codes are stored as uint32.
-MAX_BAND = 2**24
+    def audit_events(self, batch: ReportBatch, level: int, other: int) -> NDArray[np.int64]:
+        return self.regions(batch["y"].astype(np.int64), level, other)
+
+    def audit_probabilities(self, level: int, other: int) -> NDArray[np.float64]:
+        events = self.regions(np.arange(self.outputs), level, other)
+        weights = self.code_probabilities(level)
+        return np.bincount(events, weights=weights, minlength=len(REGIONS)).astype(np.float64)
 
 
 class Piecewise(SlidingBand):

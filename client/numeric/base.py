@@ -36,15 +36,17 @@ reports alone (conservative: it includes the spread of the true values). Distrib
 mechanisms (`estimates_distribution`) also give `distribution(support, n)`: estimated
 probabilities of the levels (a histogram with buckets around the levels), CDF and quantiles.
 
-Storage: a report batch is a dict of numpy columns declared in `fields`, packed like the
-frequency oracles' (`PackedReports`); `support(batch)` is an int64 vector whose batches add,
-so the aggregator's window state stays exact integer counts.
+Storage and wire: what every layer needs of a mechanism is `ReportMechanism`
+(client/oracles/base.py), the base the frequency oracles extend too: `fields`, `encode`,
+`decode`, `pack`, `unpack`, and `support(batch)`, an int64 vector whose batches add, so the
+aggregator's window state stays exact integer counts.
 """
 
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+import secrets
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -53,14 +55,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import (
-    PackedReports,
     ReportBatch,
+    ReportMechanism,
     WireReport,
     check_int,
     check_report_epsilon,
 )
 from ldptel.client.randomness import Rng, default_rng
 from ldptel.client.samplers import uniform_words
+from ldptel.client.simplex import norm_sub
 
 #: Largest grid: levels travel and are stored as unsigned 32-bit integers.
 MAX_RESOLUTION = 2**20
@@ -84,6 +87,50 @@ def check_range(low: object, high: object) -> tuple[float, float]:
     return bounds[0], bounds[1]
 
 
+def clip_values(values: ArrayLike, low: float, high: float) -> NDArray[np.float64]:
+    """Values clipped into [low, high] (infinities clip to the ends; NaN is refused)."""
+    array = np.asarray(values, dtype=np.float64)
+    if np.isnan(array).any():
+        raise ParameterError("value", "must be a number, got NaN")
+    clipped: NDArray[np.float64] = np.clip(array, low, high)
+    return clipped
+
+
+def grid_positions(
+    values: ArrayLike, low: float, high: float, resolution: int
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Each clipped value's position on the grid of K = resolution steps over [low, high]:
+    (level s below it, fraction f in [0, 1] towards s + 1)."""
+    scaled = (clip_values(values, low, high) - low) / (high - low) * resolution
+    scaled = np.clip(scaled, 0.0, float(resolution))
+    below = np.minimum(np.floor(scaled), resolution - 1).astype(np.int64)
+    return below, scaled - below
+
+
+def alpha_point_levels(
+    values: ArrayLike, alpha: ArrayLike, low: float, high: float, resolution: int
+) -> NDArray[np.int64]:
+    """Alpha-point rounding (Ding, Kulkarni, Yekhanin, NeurIPS 2017, Sec. 3) of each value to
+    a level 0..K: with alpha a 64-bit integer (alpha / 2^64 uniform on [0, 1) when drawn
+    uniformly), level s + 1 iff alpha / 2^64 < f, i.e. alpha < ceil(f 2^64). Exact: f 2^64 is
+    an integer for f >= 2^-11, and below that P(up) exceeds f by < 2^-64. A fresh alpha per
+    report makes the rounding unbiased; one alpha kept per client (`draw_alpha`) makes the
+    level change only when the value crosses a threshold (repeated collection)."""
+    below, fraction = grid_positions(values, low, high, resolution)
+    scaled = np.ceil(np.ldexp(fraction, 64))
+    # f = 1 (the top of the range) always rounds up; 2^64 does not fit a uint64.
+    whole = scaled >= _ALPHA_SCALE
+    threshold = np.where(whole, 0.0, scaled).astype(np.uint64)
+    up = whole | (np.asarray(alpha, dtype=np.uint64) < threshold)
+    levels: NDArray[np.int64] = below + up
+    return levels
+
+
+def draw_alpha() -> int:
+    """One alpha for `alpha_point_levels`, uniform on [0, 2^64), from the OS CSPRNG."""
+    return secrets.randbits(64)
+
+
 @dataclass(frozen=True)
 class Distribution:
     """An estimated distribution of the (clipped, rounded) values over the grid's levels.
@@ -103,7 +150,7 @@ class Distribution:
     def on_levels(cls, points: NDArray[np.float64], raw: NDArray[np.float64]) -> Distribution:
         """Buckets halfway between the levels, probabilities made consistent from `raw`."""
         edges = np.concatenate(([points[0]], (points[:-1] + points[1:]) / 2, [points[-1]]))
-        return cls(points=points, edges=edges, probabilities=norm_sub(raw), raw=raw)
+        return cls(points=points, edges=edges, probabilities=norm_sub(raw, 1.0), raw=raw)
 
     @property
     def cdf(self) -> NDArray[np.float64]:
@@ -122,20 +169,7 @@ class Distribution:
         return float(np.interp(q, upper, self.edges))
 
 
-def norm_sub(raw: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Norm-Sub (Wang et al., NDSS 2020, Sec. 4): the probabilities max(raw - delta, 0) with
-    delta chosen so they sum to 1 (uniform when every raw value is <= 0 after the shift)."""
-    values = np.asarray(raw, dtype=np.float64)
-    ordered = np.sort(values)[::-1]
-    tops = (np.cumsum(ordered) - 1.0) / np.arange(1, values.size + 1)
-    kept = np.flatnonzero(ordered - tops > 0)
-    if not kept.size:
-        return np.full(values.size, 1.0 / values.size)
-    delta = tops[kept[-1]]
-    return np.maximum(values - delta, 0.0)
-
-
-class NumericMechanism(PackedReports, ABC):
+class NumericMechanism(ReportMechanism):
     """An LDP mechanism for numbers in [low, high] (see the module docstring).
 
     Constructed `Mech(epsilon=..., low=..., high=..., **params)`; subclasses validate their
@@ -144,7 +178,6 @@ class NumericMechanism(PackedReports, ABC):
     `level_variance`, `mean_variance_estimate` and the audit hooks.
     """
 
-    name: ClassVar[str]
     #: True for the mechanisms whose reports estimate a distribution (sw, dbitflip).
     estimates_distribution: ClassVar[bool] = False
     #: K when the config does not give one.
@@ -163,14 +196,7 @@ class NumericMechanism(PackedReports, ABC):
         )
 
     def fixed_params(self) -> dict[str, Any]:
-        """Parameters with constant defaults that shape the report; a campaign writes them into
-        its config when created (as FrequencyOracle.fixed_params)."""
         return {"resolution": self.resolution}
-
-    def derived_params(self) -> dict[str, Any]:
-        """Parameters derived from epsilon, as used; written into the config when created (as
-        FrequencyOracle.derived_params)."""
-        return {}
 
     # -- privacy ---------------------------------------------------------------------------
     @property
@@ -198,30 +224,15 @@ class NumericMechanism(PackedReports, ABC):
 
     def clip(self, values: ArrayLike) -> NDArray[np.float64]:
         """The values clipped into [low, high] (infinities clip to the ends; NaN is refused)."""
-        array = np.asarray(values, dtype=np.float64)
-        if np.isnan(array).any():
-            raise ParameterError("value", "must be a number, got NaN")
-        clipped: NDArray[np.float64] = np.clip(array, self.low, self.high)
-        return clipped
+        return clip_values(values, self.low, self.high)
 
     def positions(self, values: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Each clipped value as (level s below it, fraction f in [0, 1] towards s + 1)."""
-        scaled = (self.clip(values) - self.low) / (self.high - self.low) * self.resolution
-        scaled = np.clip(scaled, 0.0, float(self.resolution))
-        below = np.minimum(np.floor(scaled), self.resolution - 1).astype(np.int64)
-        return below, scaled - below
+        return grid_positions(values, self.low, self.high, self.resolution)
 
-    def round_levels(self, values: ArrayLike, alpha: NDArray[np.uint64]) -> NDArray[np.int64]:
-        """Alpha-point rounding (Ding et al. 2017, Sec. 3): level s + 1 iff alpha / 2^64 <
-        f, i.e. alpha < ceil(f 2^64) (exact: f 2^64 is an integer for f >= 2^-11, else the
-        probability is high by < 2^-64). With alpha uniform, P(up) = f: unbiased."""
-        below, fraction = self.positions(values)
-        scaled = np.ceil(np.ldexp(fraction, 64))
-        # f = 1 (the top of the range) always rounds up; 2^64 does not fit a uint64.
-        whole = scaled >= _ALPHA_SCALE
-        threshold = np.where(whole, 0.0, scaled).astype(np.uint64)
-        up = whole | (np.asarray(alpha, dtype=np.uint64) < threshold)
-        return below + up
+    def round_levels(self, values: ArrayLike, alpha: ArrayLike) -> NDArray[np.int64]:
+        """Each value's level by alpha-point rounding (`alpha_point_levels`)."""
+        return alpha_point_levels(values, alpha, self.low, self.high, self.resolution)
 
     def round_to_grid(self, values: ArrayLike, rng: Rng) -> NDArray[np.int64]:
         """Unbiased random rounding of each value to a level, with a fresh alpha each."""
@@ -237,6 +248,13 @@ class NumericMechanism(PackedReports, ABC):
         """Clip, round and randomize each value independently."""
         return self.perturb_levels(self.round_to_grid(values, rng), rng)
 
+    def perturb_level(self, level: int, rng: Rng | None = None) -> WireReport:
+        """One report of a level already rounded (the SDK's path for repeated collection: the
+        level from one kept alpha, `alpha_point_levels`, and a memoized report per level)."""
+        level = check_int(level, "level", 0, self.resolution)
+        batch = self.perturb_levels(np.array([level]), default_rng() if rng is None else rng)
+        return self.encode(batch)[0]
+
     def perturb(self, value: float, rng: Rng | None = None) -> WireReport:
         """One report of `value` in its wire form, from the OS CSPRNG unless told otherwise."""
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -244,30 +262,7 @@ class NumericMechanism(PackedReports, ABC):
         batch = self.perturb_batch(np.array([float(value)]), default_rng() if rng is None else rng)
         return self.encode(batch)[0]
 
-    # -- wire ------------------------------------------------------------------------------
-    @abstractmethod
-    def encode(self, batch: ReportBatch) -> list[WireReport]:
-        """The wire form (JSON-ready dicts) of a batch of reports."""
-
-    @abstractmethod
-    def decode(self, reports: object) -> ReportBatch:
-        """Validate untrusted wire reports and return them as a batch; raises ReportError."""
-
     # -- aggregator ------------------------------------------------------------------------
-    @property
-    @abstractmethod
-    def support_size(self) -> int:
-        """Length of the support vector."""
-
-    @property
-    def support_work(self) -> int:
-        """Cells `support` touches per report (as FrequencyOracle.support_work)."""
-        return self.support_size
-
-    @abstractmethod
-    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
-        """Integer counts of the reports' outputs; support vectors of batches add."""
-
     @abstractmethod
     def mean(self, support: NDArray[np.int64], n: int) -> float:
         """Unbiased estimate of the mean of the n reports' clipped values."""

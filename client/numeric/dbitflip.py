@@ -188,7 +188,8 @@ class DBitFlip(NumericMechanism):
         chosen = batch["j"].astype(np.int64)
         bits = batch["b"].astype(np.int64)
         states = [np.where(chosen == t, 1 + bits, 0).sum(axis=1) for t in (low, high)]
-        return 3 * states[0] + states[1]
+        events: NDArray[np.int64] = 3 * states[0] + states[1]
+        return events
 
     def audit_probabilities(self, level: int, other: int) -> NDArray[np.float64]:
         d, k = self.buckets, self.sampled

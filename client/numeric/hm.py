@@ -68,6 +68,8 @@ class Hybrid(CodeMechanism):
             pm_weight(self.requested_epsilon) if mix is None else mix, "mix", 0, MIX_SCALE
         )
         self._set_codes(self.pm.code_count + 2)
+        # Events: PM's band regions, then Duchi's two bits.
+        self.audit_event_count = self.pm.audit_event_count + 2
 
     def fixed_params(self) -> dict[str, Any]:
         return {**self.pm.fixed_params(), **self.duchi.fixed_params()}
@@ -96,6 +98,24 @@ class Hybrid(CodeMechanism):
         return np.concatenate(
             (
                 share * self.pm.code_probabilities(level),
+                (1 - share) * self.duchi.code_probabilities(level),
+            )
+        )
+
+    def audit_events(self, batch: ReportBatch, level: int, other: int) -> NDArray[np.int64]:
+        codes = batch["y"].astype(np.int64)
+        duchi = codes >= self.pm.code_count
+        regions = self.pm.regions(np.where(duchi, 0, codes), level, other)
+        events: NDArray[np.int64] = np.where(
+            duchi, codes - self.pm.code_count + self.pm.audit_event_count, regions
+        )
+        return events
+
+    def audit_probabilities(self, level: int, other: int) -> NDArray[np.float64]:
+        share = self.mix / MIX_SCALE
+        return np.concatenate(
+            (
+                share * self.pm.audit_probabilities(level, other),
                 (1 - share) * self.duchi.code_probabilities(level),
             )
         )

@@ -43,7 +43,8 @@ def smooth(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Binomial smoothing [1, 2, 1] / 4, each end averaging only with its one neighbour."""
     padded = np.concatenate(([x[0]], x, [x[-1]]))
     result: NDArray[np.float64] = (padded[:-2] + 2 * padded[1:-1] + padded[2:]) / 4
-    return result / result.sum()
+    normalized: NDArray[np.float64] = result / result.sum()
+    return normalized
 
 
 def ems(

@@ -128,12 +128,50 @@ def decode_int_field(reports: object, name: str, limit: int) -> NDArray[np.uint3
     return column
 
 
-class PackedReports:
-    """The compact storage form of report batches, shared by the frequency oracles and the
-    numeric mechanisms: each declares its columns in `fields`."""
+class ReportMechanism(ABC):
+    """What every layer needs of a mechanism, frequency oracle or numeric (client/numeric):
+    its guarantee, one report on the client, the wire form for the collector, the compact
+    storage form (columns declared in `fields`) and the integer support for the aggregator.
+    The collector, the aggregator and the registry are typed against this."""
 
+    name: ClassVar[str]
     #: The report batch's columns (set by each constructor).
     fields: tuple[Field, ...]
+    #: The epsilon asked for; `epsilon` is the one the law actually sampled guarantees.
+    requested_epsilon: float
+
+    def fixed_params(self) -> dict[str, Any]:
+        """The parameters with constant defaults that shape the report, as this mechanism has
+        them; a campaign writes them into its config when created, so that a new default in a
+        later version cannot change the reports of an existing campaign."""
+        return {}
+
+    def derived_params(self) -> dict[str, Any]:
+        """The parameters this mechanism derived from epsilon (OLH's g, SS's k, RAPPOR's f,
+        THE's theta, PM's band), as used; a campaign writes them into its config when
+        created, so that no client derives one and no later rounding rule changes them
+        (docs/protocol.md)."""
+        return {}
+
+    # -- privacy ---------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        """The epsilon this mechanism actually guarantees for one report."""
+        return self.requested_epsilon
+
+    # -- client ----------------------------------------------------------------------------
+    @abstractmethod
+    def perturb(self, value: Any, rng: Rng | None = None) -> WireReport:
+        """One report of `value` in its wire form, from the OS CSPRNG by default."""
+
+    # -- wire ------------------------------------------------------------------------------
+    @abstractmethod
+    def encode(self, batch: ReportBatch) -> list[WireReport]:
+        """The wire form (JSON-ready dicts) of a batch of reports."""
+
+    @abstractmethod
+    def decode(self, reports: object) -> ReportBatch:
+        """Validate untrusted wire reports and return them as a batch; raises ReportError."""
 
     # -- storage (compact, trusted: written only after `decode` validated it) -------------
     def pack(self, batch: ReportBatch) -> bytes:
@@ -158,15 +196,30 @@ class PackedReports:
             offset += size
         return batch
 
+    # -- aggregator ------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def support_size(self) -> int:
+        """Length of the support vector."""
 
-class FrequencyOracle(PackedReports, ABC):
+    @property
+    def support_work(self) -> int:
+        """Cells `support` touches per report, by which the aggregator sizes its chunks: the
+        whole support vector unless a mechanism says less (a sketch touches one row)."""
+        return self.support_size
+
+    @abstractmethod
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """Integer counts from the reports; support vectors of batches add."""
+
+
+class FrequencyOracle(ReportMechanism):
     """An LDP frequency oracle over the domain {0, ..., domain_size - 1}.
 
     Subclasses validate their parameters in `__init__` (keyword-only), and implement
     `perturb_batch`, `encode`, `decode`, `support`, `estimate` and `variance`.
     """
 
-    name: ClassVar[str]
     #: True if the constructor takes `labels` (the domain's values as strings), as the
     #: hashing oracles do: they hash the item key of each label (docs/protocol.md).
     takes_labels: ClassVar[bool] = False
@@ -177,24 +230,6 @@ class FrequencyOracle(PackedReports, ABC):
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         self.requested_epsilon = check_report_epsilon(epsilon)
         self.domain_size = check_int(domain_size, "domain_size", 2, 2**24)
-
-    def fixed_params(self) -> dict[str, Any]:
-        """The parameters with constant defaults that shape the report, as this oracle has
-        them; a campaign writes them into its config when created, so that a new default in a
-        later version cannot change the reports of an existing campaign."""
-        return {}
-
-    def derived_params(self) -> dict[str, Any]:
-        """The parameters this oracle derived from epsilon (OLH's g, SS's k, RAPPOR's f,
-        THE's theta), as used; a campaign writes them into its config when created, so that
-        no client derives one and no later rounding rule changes them (docs/protocol.md)."""
-        return {}
-
-    # -- privacy ---------------------------------------------------------------------------
-    @property
-    def epsilon(self) -> float:
-        """The epsilon this oracle actually guarantees for one report."""
-        return self.requested_epsilon
 
     # -- client ----------------------------------------------------------------------------
     @abstractmethod
@@ -217,26 +252,10 @@ class FrequencyOracle(PackedReports, ABC):
         batch = self.perturb_batch(np.array([value], dtype=np.int64), default_rng())
         return self.encode(batch)[0]
 
-    # -- wire ------------------------------------------------------------------------------
-    @abstractmethod
-    def encode(self, batch: ReportBatch) -> list[WireReport]:
-        """The wire form (JSON-ready dicts) of a batch of reports."""
-
-    @abstractmethod
-    def decode(self, reports: object) -> ReportBatch:
-        """Validate untrusted wire reports and return them as a batch; raises ReportError."""
-
     # -- aggregator ------------------------------------------------------------------------
     @property
     def support_size(self) -> int:
-        """Length of the support vector."""
         return self.domain_size
-
-    @property
-    def support_work(self) -> int:
-        """Cells `support` touches per report, by which the aggregator sizes its chunks: the
-        whole support vector unless an oracle says less (a sketch touches one row)."""
-        return self.support_size
 
     @abstractmethod
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
