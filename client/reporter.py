@@ -659,8 +659,8 @@ class Reporter:
                 raise ValueTypeError("value", f"must be a number, got {type(value).__name__}")
             try:
                 number = float(value)
-            except OverflowError:  # an int beyond a double: clipped like an infinity
-                number = math.inf if value > 0 else -math.inf
+            except OverflowError:  # an int (or Fraction) beyond a double: clipped as +-inf
+                number = math.inf if value > 0 else -math.inf  # type: ignore[operator]
             if math.isnan(number):
                 raise InvalidValueError("value", "must be a number, got NaN")
             return number
