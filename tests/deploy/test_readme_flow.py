@@ -45,5 +45,6 @@ def test_the_readme_walk_through_works_in_order(tmp_path: Path) -> None:
     assert process.returncode == 0, err[-3000:]
     assert "300 installs reported their color" in out
     assert "n = 300" in out  # the table
+    assert "oracle sw" in out and "worst-case stderr" in out and "quantiles: q0.05" in out
     assert (tmp_path / "colors.html").read_text().count("colors") > 0
     assert not (tmp_path / ".ldptel" / "redis.url").exists()  # the collector stopped cleanly
