@@ -196,8 +196,11 @@ def _campaign(args: argparse.Namespace) -> int:
             config = registry.current_config(name)
             if campaign is not None and config is not None:
                 state = "retired" if campaign.retired else "active"
+                values = (
+                    f"range={list(config.range)}" if config.range else f"d={config.domain_size}"
+                )
                 print(f"{name}  {state}  {config.oracle}  epsilon={config.epsilon:g}  "
-                      f"d={len(config.domain)}  config_id={campaign.config_id}")  # fmt: skip
+                      f"{values}  config_id={campaign.config_id}")  # fmt: skip
         return 0
     if args.campaign_action == "retire":
         if not registry.retire(args.name):
