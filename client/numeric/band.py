@@ -108,6 +108,31 @@ class SlidingBand(CodeMechanism):
         codes = np.arange(self.outputs, dtype=np.float64)
         return self.level_value((codes - self.intercept) / self.slope)
 
+    def law(self) -> NDArray[np.float64]:
+        codes = np.arange(self.outputs)
+        levels = np.arange(self.resolution + 1)[:, None]
+        banded = (codes >= levels) & (codes < levels + self.band)
+        law: NDArray[np.float64] = np.where(banded, self.heavy, self.light) / self.total
+        return law
+
+    def second_moments(self) -> NDArray[np.float64]:
+        # In closed form (a (K + 1) x N law is large on fine grids): the value is
+        # c0 + c1 j, and E[j^m | s] sums Q j^m over all codes plus (P - Q) j^m over the band.
+        def power_sums(m: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+            """(sum of j, sum of j^2) for j < m."""
+            m = m.astype(np.float64)
+            return m * (m - 1) / 2, (m - 1) * m * (2 * m - 1) / 6
+
+        s = np.arange(self.resolution + 1)
+        all_one, all_two = power_sums(np.array(self.outputs))
+        low_one, low_two = power_sums(s)
+        high_one, high_two = power_sums(s + self.band)
+        first = (self.light * all_one + self.extra * (high_one - low_one)) / self.total
+        second = (self.light * all_two + self.extra * (high_two - low_two)) / self.total
+        c0, c1 = self.code_values[0], self.code_values[1] - self.code_values[0]
+        moments: NDArray[np.float64] = c0 * c0 + 2 * c0 * c1 * first + c1 * c1 * second
+        return moments
+
     def code_probabilities(self, level: int) -> NDArray[np.float64]:
         weights = np.full(self.outputs, self.light, dtype=np.float64)
         weights[level : level + self.band] = self.heavy

@@ -60,10 +60,14 @@ class CodeMechanism(NumericMechanism):
     def mean(self, support: NDArray[np.int64], n: int) -> float:
         return float(np.dot(np.asarray(support, dtype=np.float64), self.code_values)) / n
 
-    def level_variance(self) -> NDArray[np.float64]:
+    def second_moments(self) -> NDArray[np.float64]:
+        """E[value(y)^2 | level s] for s = 0..K."""
         values = self.code_values
-        variance: NDArray[np.float64] = self.law() @ (values * values) - self.levels**2
-        return np.maximum(variance, 0.0)
+        moments: NDArray[np.float64] = self.law() @ (values * values)
+        return moments
+
+    def level_variance(self) -> NDArray[np.float64]:
+        return np.maximum(self.second_moments() - self.levels**2, 0.0)
 
     def mean_variance_estimate(self, support: NDArray[np.int64], n: int) -> float:
         # The reports' sample variance / n: unbiased for the mean report variance plus the

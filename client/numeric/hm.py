@@ -93,6 +93,13 @@ class Hybrid(CodeMechanism):
     def code_values(self) -> NDArray[np.float64]:
         return np.concatenate((self.pm.code_values, self.duchi.code_values))
 
+    def second_moments(self) -> NDArray[np.float64]:
+        share = self.mix / MIX_SCALE
+        moments: NDArray[np.float64] = (
+            share * self.pm.second_moments() + (1 - share) * self.duchi.second_moments()
+        )
+        return moments
+
     def code_probabilities(self, level: int) -> NDArray[np.float64]:
         share = self.mix / MIX_SCALE
         return np.concatenate(

@@ -72,10 +72,7 @@ def paper_worst_variance(name: str, epsilon: float) -> float:
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0])
 @pytest.mark.parametrize("name", ["duchi", "pm", "hm"])
 def test_the_worst_case_variance_is_the_papers_on_a_fine_grid(name: str, epsilon: float) -> None:
-    if name == "hm" and epsilon <= PURE_DUCHI_BELOW:
-        name_for_paper = "duchi"
-    else:
-        name_for_paper = name
+    name_for_paper = "duchi" if name == "hm" and epsilon <= PURE_DUCHI_BELOW else name
     fine = {"duchi": {}, "pm": {"resolution": 4096}, "hm": {"resolution": 4096}}[name]
     mechanism = build(name, epsilon, **fine)
     half = (mechanism.high - mechanism.low) / 2
@@ -206,3 +203,12 @@ def test_bad_parameters_are_refused_naming_the_field(params: dict[str, Any], fie
     with pytest.raises(ParameterError) as caught:
         make_mechanism("pm", **{"epsilon": 1.0, **params})
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("name", ["pm", "sw", "hm"])
+def test_closed_form_second_moments_equal_the_laws(name: str) -> None:
+    mechanism = build(name, 1.3)
+    values = mechanism.code_values
+    np.testing.assert_allclose(
+        mechanism.second_moments(), mechanism.law() @ (values * values), rtol=1e-10
+    )
