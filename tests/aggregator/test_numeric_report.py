@@ -4,6 +4,7 @@ the true mean of the clipped values at its stated rate over many windows."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from statistics import NormalDist
 from typing import Any
@@ -122,7 +123,7 @@ def test_distribution_mechanisms_report_a_histogram_cdf_and_quantiles(
     buckets = distribution["buckets"]
     probabilities = np.array([b["probability"] for b in buckets])
     assert buckets[0]["low"] == LOW and buckets[-1]["high"] == HIGH
-    assert all(b["low"] < b["high"] == c["low"] for b, c in zip(buckets, buckets[1:]))
+    assert all(b["low"] < b["high"] == c["low"] for b, c in itertools.pairwise(buckets))
     assert (probabilities >= 0).all() and probabilities.sum() == pytest.approx(1.0)
     assert buckets[-1]["cdf"] == pytest.approx(1.0)
     # Log-normal latencies (median 150 ms) over [0, 2000]: the estimated CDF near 500 ms is
