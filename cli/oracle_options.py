@@ -120,6 +120,8 @@ def mechanism_from_args(args: argparse.Namespace) -> NumericMechanism:
         raise ParameterError("oracle", f"--range needs a numeric oracle ({known})")
     if args.domain_size is not None:
         raise ParameterError("domain_size", "is for categorical oracles; --range replaces it")
+    if args.epsilon is None:
+        raise ParameterError("epsilon", "is required")
     low, high = (parse_float(text, "range") for text in args.range)
     params = {"epsilon": parse_float(args.epsilon, "epsilon"), "low": low, "high": high}
     accepted = inspect.signature(numeric_class(args.oracle)).parameters

@@ -30,6 +30,8 @@ class NumericCandidate:
 @dataclass(frozen=True)
 class NumericChoice:
     mechanism: str
+    #: The chosen mechanism's fixed and derived parameters, as a config records them.
+    params: dict[str, Any]
     epsilon: float
     low: float
     high: float
@@ -41,9 +43,12 @@ class NumericChoice:
         return asdict(self)
 
 
-def choose_mechanism(epsilon: float, low: float, high: float) -> NumericChoice:
-    """The choice and the numbers behind it."""
-    built = [cls(epsilon=epsilon, low=low, high=high) for cls in CANDIDATES]
+def choose_mechanism(
+    epsilon: float, low: float, high: float, resolution: int | None = None
+) -> NumericChoice:
+    """The choice and the numbers behind it (each candidate at `resolution`, or its own
+    default grid)."""
+    built = [cls(epsilon=epsilon, low=low, high=high, resolution=resolution) for cls in CANDIDATES]
     rows = [NumericCandidate(m.name, m.worst_report_variance()) for m in built]
     best = min(rows, key=lambda row: row.worst_variance)
     others = ", ".join(f"{r.mechanism} {r.worst_variance:.6g}" for r in rows if r is not best)
@@ -51,9 +56,15 @@ def choose_mechanism(epsilon: float, low: float, high: float) -> NumericChoice:
         f"lowest exact worst-case variance of one report: {best.worst_variance:.6g} "
         f"(others: {others})"
     )
-    first = built[0]
+    chosen = built[rows.index(best)]
     return NumericChoice(
-        best.mechanism, first.requested_epsilon, first.low, first.high, reason, tuple(rows)
+        mechanism=best.mechanism,
+        params={**chosen.fixed_params(), **chosen.derived_params()},
+        epsilon=chosen.requested_epsilon,
+        low=chosen.low,
+        high=chosen.high,
+        reason=reason,
+        candidates=tuple(rows),
     )
 
 
@@ -64,11 +75,11 @@ class AutoNumeric(NumericMechanism):
     name = "auto"
 
     def __new__(  # type: ignore[misc]
-        cls, *, epsilon: float, low: float, high: float
+        cls, *, epsilon: float, low: float, high: float, resolution: int | None = None
     ) -> NumericMechanism:
-        choice = choose_mechanism(epsilon, low, high)
+        choice = choose_mechanism(epsilon, low, high, resolution)
         chosen = next(c for c in CANDIDATES if c.name == choice.mechanism)
-        mechanism = chosen(epsilon=epsilon, low=low, high=high)
+        mechanism = chosen(epsilon=epsilon, low=low, high=high, **choice.params)
         mechanism.auto_choice = choice  # type: ignore[attr-defined]
         return mechanism
 

@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.client.errors import ParameterError
 from ldptel.client.numeric.codes import CodeMechanism
 from ldptel.client.oracles.base import ReportBatch, check_int
 from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_uniform_below
+from ldptel.client.samplers import sample_uniform_below, uniform_below_one
 
 #: P, the band's weight: Q = ceil(P e^-eps) >= 3 even at eps = 20, and T <= N P < 2^52.
 HEAVY = 2**30
@@ -36,6 +37,8 @@ def light_weight(heavy: int, epsilon: float) -> int:
     light = max(1, math.ceil(heavy * math.exp(-epsilon)))
     while math.log(heavy / light) > epsilon:
         light += 1
+    if light >= heavy:
+        raise ParameterError("epsilon", f"must be >= {1 / heavy:.3g} (P / Q > 1 in integers)")
     return light
 
 
@@ -102,6 +105,11 @@ class SlidingBand(CodeMechanism):
         banded = self.band * self.extra
         codes = np.where(u < banded, levels + u // self.extra, (u - banded) // self.light)
         return {"y": codes.astype(self.fields[0].dtype)}
+
+    def code_one(self, level: int) -> int:
+        u = uniform_below_one(self.total)
+        banded = self.band * self.extra
+        return level + u // self.extra if u < banded else (u - banded) // self.light
 
     @property
     def code_values(self) -> NDArray[np.float64]:

@@ -44,6 +44,7 @@ aggregator's window state stays exact integer counts.
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 from abc import abstractmethod
@@ -61,7 +62,7 @@ from ldptel.client.oracles.base import (
     check_int,
     check_report_epsilon,
 )
-from ldptel.client.randomness import Rng, default_rng
+from ldptel.client.randomness import Rng, SecureRandom, default_rng
 from ldptel.client.samplers import uniform_words
 from ldptel.client.simplex import norm_sub
 
@@ -126,6 +127,17 @@ def alpha_point_levels(
     return levels
 
 
+def alpha_point_level(value: float, alpha: int, low: float, high: float, resolution: int) -> int:
+    """`alpha_point_levels` for one value in Python floats and integers (the SDK's scalar
+    path; the same IEEE operations, so the same level for the same alpha)."""
+    if math.isnan(value):
+        raise ParameterError("value", "must be a number, got NaN")
+    clipped = min(max(value, low), high)
+    scaled = min(max((clipped - low) / (high - low) * resolution, 0.0), float(resolution))
+    below = min(math.floor(scaled), resolution - 1)
+    return below + (alpha < math.ceil(math.ldexp(scaled - below, 64)))
+
+
 def draw_alpha() -> int:
     """One alpha for `alpha_point_levels`, uniform on [0, 2^64), from the OS CSPRNG."""
     return secrets.randbits(64)
@@ -156,10 +168,6 @@ class Distribution:
     def cdf(self) -> NDArray[np.float64]:
         """Estimated P(value <= points[i])."""
         return np.minimum(np.cumsum(self.probabilities), 1.0)
-
-    @property
-    def mean(self) -> float:
-        return float(np.dot(self.points, self.probabilities))
 
     def quantile(self, q: float) -> float:
         """The q-quantile, interpolated linearly within the bucket where the CDF crosses q."""
@@ -252,15 +260,26 @@ class NumericMechanism(ReportMechanism):
         """One report of a level already rounded (the SDK's path for repeated collection: the
         level from one kept alpha, `alpha_point_levels`, and a memoized report per level)."""
         level = check_int(level, "level", 0, self.resolution)
-        batch = self.perturb_levels(np.array([level]), default_rng() if rng is None else rng)
-        return self.encode(batch)[0]
+        if rng is None or isinstance(rng, SecureRandom):
+            return self.perturb_level_one(level)
+        return self.encode(self.perturb_levels(np.array([level]), rng))[0]
 
     def perturb(self, value: float, rng: Rng | None = None) -> WireReport:
-        """One report of `value` in its wire form, from the OS CSPRNG unless told otherwise."""
+        """One report of `value` in its wire form. From the OS CSPRNG by default, through
+        `perturb_level_one` (the SDK's path); another source goes through `perturb_batch`."""
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ParameterError("value", f"must be a number, got {type(value).__name__}")
-        batch = self.perturb_batch(np.array([float(value)]), default_rng() if rng is None else rng)
-        return self.encode(batch)[0]
+        if rng is None or isinstance(rng, SecureRandom):
+            alpha = draw_alpha()
+            level = alpha_point_level(float(value), alpha, self.low, self.high, self.resolution)
+            return self.perturb_level_one(level)
+        return self.encode(self.perturb_batch(np.array([float(value)]), rng))[0]
+
+    def perturb_level_one(self, level: int) -> WireReport:
+        """One report of a level from the OS CSPRNG. Mechanisms whose batch path is mostly
+        numpy's per-call overhead for one report override it with scalar draws of the same
+        exact law."""
+        return self.encode(self.perturb_levels(np.array([level]), default_rng()))[0]
 
     # -- aggregator ------------------------------------------------------------------------
     @abstractmethod
@@ -282,17 +301,22 @@ class NumericMechanism(ReportMechanism):
     def report_variance(self, values: ArrayLike) -> NDArray[np.float64]:
         """Exact variance of one report's value for each true value (rounding included)."""
         below, fraction = self.positions(values)
-        second = self._level_second_moments()
+        second = self._second_moments
         mixed = (1 - fraction) * second[below] + fraction * second[below + 1]
         x = self.level_value(below + fraction)
         result: NDArray[np.float64] = np.maximum(mixed - x * x, 0.0)
         return result
 
     def worst_report_variance(self) -> float:
-        """max over values x of `report_variance(x)`: on each segment between two levels it is
-        a concave quadratic in the fraction f, so its maximum is at the stationary point
-        f* = (slope of E[y^2] / (2 dx) - x_s) / dx, clipped to [0, 1]."""
-        second = self._level_second_moments()
+        """max over values x of `report_variance(x)` (computed once per mechanism)."""
+        return self._worst_report_variance
+
+    @functools.cached_property
+    def _worst_report_variance(self) -> float:
+        """On each segment between two levels the variance is a concave quadratic in the
+        fraction f, so its maximum is at the stationary point f* = (slope of E[y^2] / (2 dx)
+        - x_s) / dx, clipped to [0, 1]."""
+        second = self._second_moments
         x = self.levels
         dx = (self.high - self.low) / self.resolution
         slope = np.diff(second)
@@ -313,7 +337,9 @@ class NumericMechanism(ReportMechanism):
             raise ParameterError("values", f"must hold n = {n} values, got {variances.size}")
         return float(variances.sum()) / n**2
 
-    def _level_second_moments(self) -> NDArray[np.float64]:
+    @functools.cached_property
+    def _second_moments(self) -> NDArray[np.float64]:
+        """E[y^2 | level s], computed once (a mechanism never changes after construction)."""
         x = self.levels
         moments: NDArray[np.float64] = self.level_variance() + x * x
         return moments

@@ -37,6 +37,13 @@ class CodeMechanism(NumericMechanism):
     def code_probabilities(self, level: int) -> NDArray[np.float64]:
         """P(y | level) for every code y, from the law's exact integer weights."""
 
+    @abstractmethod
+    def code_one(self, level: int) -> int:
+        """One code of `level` from the OS CSPRNG: perturb_levels' law in Python integers."""
+
+    def perturb_level_one(self, level: int) -> WireReport:
+        return {"y": self.code_one(level)}
+
     def law(self) -> NDArray[np.float64]:
         """P(y | s) as a (K + 1) x m matrix."""
         return np.array([self.code_probabilities(s) for s in range(self.resolution + 1)])

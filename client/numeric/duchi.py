@@ -19,14 +19,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.client.errors import ParameterError
 from ldptel.client.numeric.codes import CodeMechanism
 from ldptel.client.oracles.base import ReportBatch, check_int
 from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_uniform_below
+from ldptel.client.samplers import sample_uniform_below, uniform_below_one
 
 #: B K, the probability's span over the range, by default (B = SPAN // K): T = 2A + B K stays
 #: below 2^40 down to epsilon = 0.001, and A's rounding moves the loss by < 2^-28 relative.
 SPAN = 2**28
+#: The largest A: T = 2A + B K stays below 2^41 (exact uniform integers, few rejections).
+MAX_BASE = 2**40
+#: The smallest epsilon whose A fits: B K / A ~ eps.
+MIN_EPSILON = SPAN / MAX_BASE
 
 
 def bit_base(epsilon: float, span: int) -> int:
@@ -58,9 +63,11 @@ class Duchi(CodeMechanism):
             max(1, SPAN // self.resolution) if step is None else step, "step", 1, SPAN
         )
         span = self.step * self.resolution
-        self.base = check_int(
-            bit_base(self.requested_epsilon, span) if base is None else base, "base", 1, 2**40
-        )
+        if base is None:
+            base = bit_base(self.requested_epsilon, span)
+            if base > MAX_BASE:
+                raise ParameterError("epsilon", f"must be >= {MIN_EPSILON:g} for {self.name}")
+        self.base = check_int(base, "base", 1, MAX_BASE)
         self.total = 2 * self.base + span
         self._set_codes(2)
 
@@ -77,6 +84,9 @@ class Duchi(CodeMechanism):
     def perturb_levels(self, levels: NDArray[np.int64], rng: Rng) -> ReportBatch:
         u = sample_uniform_below(rng, self.total, levels.size)
         return {"y": (u < self.base + self.step * levels).astype(np.uint16)}
+
+    def code_one(self, level: int) -> int:
+        return int(uniform_below_one(self.total) < self.base + self.step * level)
 
     @property
     def code_values(self) -> NDArray[np.float64]:

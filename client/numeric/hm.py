@@ -21,7 +21,7 @@ from ldptel.client.numeric.codes import CodeMechanism
 from ldptel.client.numeric.duchi import Duchi
 from ldptel.client.oracles.base import ReportBatch, check_int
 from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_uniform_below
+from ldptel.client.samplers import sample_uniform_below, uniform_below_one
 
 #: The mixing weight's denominator.
 MIX_SCALE = 2**32
@@ -88,6 +88,11 @@ class Hybrid(CodeMechanism):
         if use_pm.any():
             codes[use_pm] = self.pm.perturb_levels(levels[use_pm], rng)["y"]
         return {"y": codes.astype(self.fields[0].dtype)}
+
+    def code_one(self, level: int) -> int:
+        if uniform_below_one(MIX_SCALE) < self.mix:
+            return self.pm.code_one(level)
+        return self.pm.code_count + self.duchi.code_one(level)
 
     @property
     def code_values(self) -> NDArray[np.float64]:

@@ -102,6 +102,7 @@ def test_the_table_shows_the_mean_row() -> None:
         (("--oracle", "oue", "--epsilon", "1", "--range", "0", "1", "--n", "10"), "oracle"),
         (("--oracle", "pm", "--epsilon", "1", "--range", "0", "1", "--param", "g=3"), "param"),
         (("--oracle", "oue", "--epsilon", "1", "--n", "10"), "domain_size"),
+        (("--oracle", "pm", "--range", "0", "1", "--n", "10"), "epsilon"),
     ],
 )
 def test_bad_parameters_are_one_line_naming_the_field(args: tuple[str, ...], field: str) -> None:
