@@ -21,9 +21,9 @@ from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
 from ldptel.aggregator.state import StateKey, add_delta
-from ldptel.client.campaign import Mechanism
 from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import ReportBatch
+from ldptel.client.oracles.base import ReportMechanism
 from ldptel.store import codec, keys
 from ldptel.store.codec import CorruptEntryError
 from ldptel.store.connection import (
@@ -50,7 +50,7 @@ class Parsed:
     """A decoded stream entry."""
 
     state: StateKey
-    oracle: Mechanism
+    oracle: ReportMechanism
     n: int
     batch: ReportBatch
 
@@ -115,7 +115,7 @@ def _concatenate(batches: list[ReportBatch]) -> ReportBatch:
     return {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
 
 
-def _chunks(oracle: Mechanism, batches: list[ReportBatch]) -> Iterator[ReportBatch]:
+def _chunks(oracle: ReportMechanism, batches: list[ReportBatch]) -> Iterator[ReportBatch]:
     """Merge batches into chunks of about CELL_BUDGET / support_work reports."""
     limit = max(1, CELL_BUDGET // oracle.support_work)
     chunk: list[ReportBatch] = []
@@ -130,7 +130,7 @@ def _chunks(oracle: Mechanism, batches: list[ReportBatch]) -> Iterator[ReportBat
         yield _concatenate(chunk)
 
 
-def _valid_support(oracle: Mechanism, batch: ReportBatch) -> NDArray[np.int64] | None:
+def _valid_support(oracle: ReportMechanism, batch: ReportBatch) -> NDArray[np.int64] | None:
     """The support of a batch, or None if its values are outside what the oracle accepts
     (the collector validated them, so this means the stored bytes were corrupted)."""
     try:
@@ -143,7 +143,7 @@ def _valid_support(oracle: Mechanism, batch: ReportBatch) -> NDArray[np.int64] |
 
 
 def group_support(
-    oracle: Mechanism, entries: list[tuple[bytes, Parsed]]
+    oracle: ReportMechanism, entries: list[tuple[bytes, Parsed]]
 ) -> tuple[NDArray[np.int64], list[bytes]]:
     """Total support of many entries of one state, and the ids of entries whose values are
     corrupt (found by recounting entry by entry only when a merged count fails)."""

@@ -37,9 +37,9 @@ from ldptel.client.oracles.auto import AutoOracle, choose_oracle
 from ldptel.client.oracles.base import check_epsilon, check_int
 
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
-#: numeric mechanism (a campaign with a `range`). Both declare `fields`, `encode`, `decode`,
-#: `pack`/`unpack` and an additive integer `support`, which is all the collector and the
-#: aggregator's window state need.
+#: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
+#: storage, integer support: all the collector and the window state need); the union lets the
+#: SDK and the report builder tell the two kinds apart.
 Mechanism: TypeAlias = FrequencyOracle | NumericMechanism
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").

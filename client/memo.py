@@ -50,6 +50,7 @@ import numpy as np
 from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
 from ldptel.client.errors import ParameterError
 from ldptel.client.numeric import NumericMechanism
+from ldptel.client.numeric.base import alpha_point_level
 from ldptel.client.oracles.base import WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.randomness import SecureRandom
@@ -107,7 +108,7 @@ class Randomizer:
             self._rappor = _rappor_client(conn, self.oracle, self._scope)
             self.permanent = self.oracle.permanent_epsilon
         #: A numeric campaign's alpha for memoized alpha-point rounding (module docstring).
-        self.alpha = np.uint64(int.from_bytes(self._digest(f"alpha:{self._scope}")[:8], "little"))
+        self.alpha = int.from_bytes(self._digest(f"alpha:{self._scope}")[:8], "little")
 
     def _digest(self, message: str) -> bytes:
         keyed = self._keyed.copy()  # = blake2b(message, key=memo_secret, digest_size=16)
@@ -120,8 +121,10 @@ class Randomizer:
     def memo_index(self, value: float) -> int:
         """What a value is memoized under: a categorical value's index itself; a number's
         grid level by alpha-point rounding with this install's fixed alpha."""
-        if isinstance(self.oracle, NumericMechanism):
-            return int(self.oracle.round_levels(np.array([value]), np.array([self.alpha]))[0])
+        mechanism = self.oracle
+        if isinstance(mechanism, NumericMechanism):
+            low, high, resolution = mechanism.low, mechanism.high, mechanism.resolution
+            return alpha_point_level(value, self.alpha, low, high, resolution)
         return int(value)
 
     def spend(self, conn: sqlite3.Connection, value: float) -> tuple[str, float]:
@@ -174,8 +177,7 @@ class Randomizer:
     def _fresh_memo(self, index: int) -> str:
         """The report memoized for `index` (a number's grid level: the level's private law)."""
         if isinstance(self.oracle, NumericMechanism):
-            batch = self.oracle.perturb_levels(np.array([index], dtype=np.int64), self._rng)
-            return wire_json(self.oracle.encode(batch)[0])
+            return wire_json(self.oracle.perturb_level(index, self._rng))
         return self._fresh(index)
 
 

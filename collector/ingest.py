@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from ldptel.client.campaign import NAME_PATTERN, CampaignConfig, Mechanism
+from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import InvalidLevelError, LdptelError
+from ldptel.client.oracles.base import ReportMechanism
 from ldptel.collector.auth import RateLimit
 from ldptel.collector.errors import ApiError, bad_request
 from ldptel.store import codec, keys
@@ -155,7 +156,7 @@ def parse_batch(data: object, max_reports: int) -> Batch:
     return Batch(campaign, config_id, reports, level)
 
 
-def level_oracle(registry: Registry, config: CampaignConfig, level: str) -> Mechanism:
+def level_oracle(registry: Registry, config: CampaignConfig, level: str) -> ReportMechanism:
     """The oracle that validates a batch at `level`, by the config's level rule
     (docs/personalized-privacy.md): 400 for a missing or forbidden level, 409 for a level
     the config does not define or that does not report."""
@@ -186,7 +187,7 @@ class ReportForm:
     max_chars: int
 
     @classmethod
-    def of(cls, oracle: Mechanism) -> ReportForm:
+    def of(cls, oracle: ReportMechanism) -> ReportForm:
         widest = {}
         for f in oracle.fields:
             dtype = np.dtype(f.dtype)
@@ -242,7 +243,7 @@ class Ingestor:
         self._forms: dict[tuple[str, str], ReportForm] = {}
         self._largest: tuple[float, int] = (0.0, 0)
 
-    def report_form(self, config_id: str, level: str, oracle: Mechanism) -> ReportForm:
+    def report_form(self, config_id: str, level: str, oracle: ReportMechanism) -> ReportForm:
         """The report form of a config at a level (configs are immutable: cached for good)."""
         key = (config_id, level)
         if key not in self._forms:

@@ -63,7 +63,7 @@ def test_memoized_levels_resend_their_report_and_round_without_bias(tmp_path: Pa
     ).as_created()
     conn = open_state(tmp_path, (memo.SCHEMA,))
     randomizer = Randomizer(config, conn, os.urandom(32))
-    threshold = 25 + 25 * float(randomizer.alpha) / 2**64  # this install's rounding point
+    threshold = 25 + 25 * randomizer.alpha / 2**64  # this install's rounding point
 
     def spend(value: float) -> tuple[str, float]:
         with transaction(conn):
