@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.analysis.audit import exact_audit
 from ldptel.analysis.simulation import Progress, simulate_support
 from ldptel.client.discovery import Discovery, PrefixExtendingMethod
 from ldptel.client.discovery.pem import DEFAULT_FALSE_DISCOVERIES
@@ -95,3 +96,18 @@ def simulate_discovery(
     supports, sizes = group_supports(pem, values, rng, progress)
     discovery = pem.discover(supports, sizes, false_discoveries)
     return HeavyHitterSimulation(discovery, dict(Counter(values)))
+
+
+def exact_report_loss(pem: PrefixExtendingMethod, value: str, other: str) -> float:
+    """The exact privacy loss of one PEM report between two values of a user: the report
+    is (g, r) with g uniform and independent of the value, so an event (g, e) has
+    probability P[e | prefix_g(value)] / G, and the loss is the largest over the groups of
+    the group oracle's exact loss between the two prefixes (0 where they are equal: the
+    same law)."""
+    losses = [0.0]
+    for group in range(pem.groups):
+        labels = [pem.prefix(value, group), pem.prefix(other, group)]
+        if labels[0] != labels[1]:
+            exact = exact_audit(pem.group_oracle(labels), [(0, 1)])
+            losses.append(exact.epsilon)
+    return max(losses)

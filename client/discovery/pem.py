@@ -33,6 +33,7 @@ costs no privacy.
 from __future__ import annotations
 
 import codecs
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -209,9 +210,11 @@ class PrefixExtendingMethod:
         return {"group": group, **self.oracle.perturb_string(bits[: self.lengths[group]], rng)}
 
     # -- server ----------------------------------------------------------------------------
-    def first_candidates(self) -> list[str]:
+    @functools.cached_property
+    def first_candidates(self) -> tuple[str, ...]:
+        """Every possible prefix of group 0's length (the same for every discovery)."""
         width = self.lengths[0]
-        return [label for i in range(1 << width) if possible_prefix(label := f"{i:0{width}b}")]
+        return tuple(label for i in range(1 << width) if possible_prefix(label := f"{i:0{width}b}"))
 
     def extend(self, kept: Sequence[str], group: int) -> list[str]:
         """Every possible extension of the kept prefixes to group `group`'s length."""
@@ -231,7 +234,7 @@ class PrefixExtendingMethod:
             raise ParameterError("supports", f"must have one entry per group ({self.groups})")
         if min(group_counts) < 1:
             raise ParameterError("group_counts", "every group needs at least one report")
-        candidates = self.first_candidates()
+        candidates: Sequence[str] = self.first_candidates
         estimate = np.zeros(0)
         for group, (support, size) in enumerate(zip(supports, group_counts, strict=True)):
             if group:
