@@ -11,13 +11,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ldptel.analysis.heavy_hitters import group_supports, simulate_discovery
+from ldptel.analysis.heavy_hitters import (
+    HeavyHitterSimulation,
+    group_supports,
+    simulate_discovery,
+)
 from ldptel.analysis.simulation import simulate_support
 from ldptel.client.discovery import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.samplers import sample_uniform_below
 
+Found = tuple[PrefixExtendingMethod, HeavyHitterSimulation]
 FREQUENT = {"red": 2_500, "blue": 1_800, "green": 1_200, "vert clair": 900, "grün": 700}
 
 
@@ -28,15 +33,15 @@ def answers(singletons: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def found() -> tuple[PrefixExtendingMethod, object]:
+def found() -> Found:
     pem = PrefixExtendingMethod(epsilon=4.0, max_length=12, top_k=16)
     # Expected false discoveries 1e-3: the singletons' test below fails by chance with
     # probability at most 1e-3 (and it is one fixed seed).
     return pem, simulate_discovery(pem, answers(1_500), np.random.default_rng(7), 1e-3)
 
 
-def test_frequent_strings_are_found_with_their_counts(found: tuple) -> None:
-    pem, result = found
+def test_frequent_strings_are_found_with_their_counts(found: Found) -> None:
+    _, result = found
     discovery = result.discovery
     assert set(FREQUENT) <= set(discovery.values)
     for value, estimate, stderr in zip(
@@ -48,13 +53,13 @@ def test_frequent_strings_are_found_with_their_counts(found: tuple) -> None:
     assert result.recall == 1.0 and result.precision == 1.0
 
 
-def test_strings_held_by_one_user_never_appear(found: tuple) -> None:
+def test_strings_held_by_one_user_never_appear(found: Found) -> None:
     _, result = found
     assert all(result.true(value) > 1 for value in result.discovery.values)
     assert result.discovery.n == sum(FREQUENT.values()) + 1_500
 
 
-def test_the_threshold_is_stated_and_derived_from_the_exact_variance(found: tuple) -> None:
+def test_the_threshold_is_stated_and_derived_from_the_exact_variance(found: Found) -> None:
     pem, result = found
     discovery = result.discovery
     assert discovery.expected_false_discoveries == pytest.approx(1e-3)

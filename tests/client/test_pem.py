@@ -17,15 +17,12 @@ from ldptel.client.discovery.pem import padded_bits, possible_prefix, prefix_val
 from ldptel.client.errors import ParameterError
 from ldptel.client.samplers import sample_uniform_below
 
-#: A small sketch: the audits and laws do not depend on its size.
-SMALL = {"k": 16, "m": 64}
-
 
 def test_a_value_is_its_utf8_bytes_zero_padded_and_prefixes_are_cut_from_them() -> None:
     assert padded_bits("a", 2) == "01100001" + "0" * 8
     assert padded_bits("", 1) == "0" * 8
     assert padded_bits("é", 2) == "11000011" + "10101001"
-    pem = PrefixExtendingMethod(epsilon=1.0, max_length=4, top_k=4, step_bits=8, **SMALL)
+    pem = PrefixExtendingMethod(epsilon=1.0, max_length=4, top_k=4, step_bits=8, k=16, m=64)
     # gamma = log2(top_k) = 2, then 8 bits a group: 10, 18, 26, and the whole 32 bits.
     assert pem.lengths == (10, 18, 26, 32) and pem.groups == 4
     assert [len(pem.prefix("ab", g)) for g in range(4)] == [10, 18, 26, 32]
@@ -37,7 +34,7 @@ def test_a_value_is_its_utf8_bytes_zero_padded_and_prefixes_are_cut_from_them() 
     [("abcde", "value"), ("a\0b", "value"), (b"ab", "value")],
 )
 def test_values_too_long_with_nul_or_not_strings_are_refused(value: object, field: str) -> None:
-    pem = PrefixExtendingMethod(epsilon=1.0, max_length=4, **SMALL)
+    pem = PrefixExtendingMethod(epsilon=1.0, max_length=4, k=16, m=64)
     with pytest.raises(ParameterError) as error:
         pem.perturb(value)  # type: ignore[arg-type]
     assert error.value.field == field
@@ -69,7 +66,7 @@ def test_only_prefixes_some_value_can_have_are_candidates() -> None:
 
 
 def test_the_report_is_a_uniform_group_and_the_group_oracles_report_of_the_prefix() -> None:
-    pem = PrefixExtendingMethod(epsilon=2.0, max_length=4, top_k=4, **SMALL)
+    pem = PrefixExtendingMethod(epsilon=2.0, max_length=4, top_k=4, k=16, m=64)
     # Same seed, same draws: perturb is the group draw, then the sketch report of the prefix.
     first, second = np.random.default_rng(5), np.random.default_rng(5)
     report = pem.perturb("abc", first)
@@ -95,7 +92,7 @@ def test_one_report_is_epsilon_ldp_for_any_two_values_exactly(
     sketch: str, value: str, other: str
 ) -> None:
     epsilon = 1.5
-    pem = PrefixExtendingMethod(epsilon=epsilon, max_length=4, top_k=4, sketch=sketch, **SMALL)
+    pem = PrefixExtendingMethod(epsilon=epsilon, max_length=4, top_k=4, sketch=sketch, k=16, m=64)
     loss = exact_report_loss(pem, value, other)
     assert pem.epsilon == pytest.approx(epsilon, rel=1e-12)
     assert loss <= epsilon * (1 + 1e-9)
@@ -107,7 +104,7 @@ def test_one_report_is_epsilon_ldp_for_any_two_values_exactly(
 
 def test_the_worst_pair_of_prefixes_reaches_epsilon_in_sampled_reports_too() -> None:
     # The sampled audit draws the last group's reports through the real perturb code.
-    pem = PrefixExtendingMethod(epsilon=1.0, max_length=2, top_k=4, **SMALL)
+    pem = PrefixExtendingMethod(epsilon=1.0, max_length=2, top_k=4, k=16, m=64)
     oracle = pem.group_oracle([pem.prefix("ab", pem.groups - 1), pem.prefix("ac", pem.groups - 1)])
     result = sampled_audit(oracle, np.random.default_rng(2), samples=20_000, pairs=[(0, 1)])
     # Violated only if even the 99.9% lower bound exceeds epsilon (false failure <= 1e-3).
