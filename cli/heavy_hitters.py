@@ -132,9 +132,9 @@ def text(pem: PrefixExtendingMethod, result: HeavyHitterSimulation, seed: int) -
             "",
             format_table(["value", "estimate", "stderr", "true"], rows),
             "",
-            f"Threshold {found.threshold:,.0f} users: the {found.candidates:,} strings tested "
-            f"hold {found.expected_false_discoveries:g} false discoveries on average "
-            "(strings no user holds).",
+            f"Threshold {found.threshold:,.0f} users; of the {found.candidates:,} strings "
+            "tested, the expected number listed that no user holds (false discoveries) is "
+            f"{found.expected_false_discoveries:g}.",
             f"Recall {_share(result.recall)} of the {len(heavy)} strings with a true count at "
             f"least the threshold; precision {_share(result.precision)} of the "
             f"{len(found.values)} listed.",

@@ -36,7 +36,7 @@ def test_a_value_is_its_utf8_bytes_zero_padded_and_prefixes_are_cut_from_them() 
 def test_values_too_long_with_nul_or_not_strings_are_refused(value: object, field: str) -> None:
     pem = PrefixExtendingMethod(epsilon=1.0, max_length=4, k=16, m=64)
     with pytest.raises(ParameterError) as error:
-        pem.perturb(value)  # type: ignore[arg-type]
+        pem.perturb(value)  # type: ignore[arg-type, dict-item]
     assert error.value.field == field
 
 
@@ -49,7 +49,7 @@ def test_parameters_are_checked_by_name() -> None:
         ({"max_length": 4, "epsilon": -1.0}, "epsilon"),
     ]:
         with pytest.raises(ParameterError) as error:
-            PrefixExtendingMethod(**{"epsilon": 1.0, **params})  # type: ignore[arg-type]
+            PrefixExtendingMethod(**{"epsilon": 1.0, **params})  # type: ignore[arg-type, dict-item]
         assert error.value.field == field
 
 
