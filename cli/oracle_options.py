@@ -19,7 +19,9 @@ from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.base import check_epsilon, check_int
 
 
-def add_oracle_arguments(parser: argparse.ArgumentParser, *, epsilon_required: bool = True) -> None:
+def add_oracle_arguments(
+    parser: argparse.ArgumentParser, *, epsilon_required: bool = True, domain_required: bool = True
+) -> None:
     """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand."""
     parser.add_argument(
         "--oracle", required=True, help=f"oracle name: {', '.join(ORACLES)} (or an alias)"
@@ -27,7 +29,9 @@ def add_oracle_arguments(parser: argparse.ArgumentParser, *, epsilon_required: b
     parser.add_argument(
         "--epsilon", required=epsilon_required, metavar="E", help="privacy budget, > 0"
     )
-    parser.add_argument("--domain-size", required=True, metavar="D", help="number of items, >= 2")
+    parser.add_argument(
+        "--domain-size", required=domain_required, metavar="D", help="number of items, >= 2"
+    )
     parser.add_argument(
         "--param",
         action="append",
@@ -90,6 +94,8 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 
 def oracle_from_args(args: argparse.Namespace) -> FrequencyOracle:
     """The validated oracle the options describe (ParameterError names the bad field)."""
+    if args.domain_size is None:
+        raise ParameterError("domain_size", "is required")
     epsilon = parse_float(args.epsilon, "epsilon")
     domain_size = parse_int(args.domain_size, "domain_size", 2)
     return build_oracle(
