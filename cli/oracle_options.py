@@ -94,8 +94,6 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 
 def oracle_from_args(args: argparse.Namespace) -> FrequencyOracle:
     """The validated oracle the options describe (ParameterError names the bad field)."""
-    if args.domain_size is None:
-        raise ParameterError("domain_size", "is required")
     epsilon = parse_float(args.epsilon, "epsilon")
     domain_size = parse_int(args.domain_size, "domain_size", 2)
     return build_oracle(

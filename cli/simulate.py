@@ -50,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--values-file",
         metavar="FILE",
-        help="simulate these users: one value per line, UTF-8 (the domain: its distinct "
-        "values, most frequent first, and --domain-size - their number more that nobody holds)",
+        help="simulate these users: one value per line, UTF-8; the domain is its distinct "
+        "values, most frequent first (with --domain-size D: D items, the rest held by nobody)",
     )
     parser.add_argument(
         "--levels",
