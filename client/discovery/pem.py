@@ -116,11 +116,16 @@ def prefix_value(label: str) -> str | None:
 
 
 def default_sketch(epsilon: float, m: int) -> str:
-    """The sketch with the lower per-report variance for an item no user holds."""
-    variances = {
-        name: cls(epsilon=epsilon, domain_size=2, k=1, m=m).other_variance
-        for name, cls in SKETCHES.items()
-    }
+    """The sketch with the lower per-report variance for an item no user holds (among those
+    that take this m: HCMS needs a power of two)."""
+    variances = {}
+    for name, cls in SKETCHES.items():
+        try:
+            variances[name] = cls(epsilon=epsilon, domain_size=2, k=1, m=m).other_variance
+        except ParameterError:
+            continue
+    if not variances:  # no sketch takes m: the first one names the fault
+        return next(iter(SKETCHES))
     return min(variances, key=lambda name: variances[name])
 
 

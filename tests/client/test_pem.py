@@ -41,6 +41,8 @@ def test_values_too_long_with_nul_or_not_strings_are_refused(value: object, fiel
 
 
 def test_parameters_are_checked_by_name() -> None:
+    # The default sketch is the lower variance among those that take m (HCMS: powers of 2).
+    assert PrefixExtendingMethod(epsilon=1.0, max_length=4, m=100).sketch == "cms"
     for params, field in [
         ({"max_length": 0}, "max_length"),
         ({"max_length": 4, "top_k": 0}, "top_k"),
