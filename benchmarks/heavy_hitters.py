@@ -21,8 +21,8 @@ beside it both sides use `--peer-k` rows (default 64, m = 256; ours again as
 "ours_peer_k"). Its `find_heavy_hitters(k=32)` lists the top 32 of the last group: that list
 is cut at our threshold (its estimates scaled by n / n_g like ours) for precision and recall.
 
-Run from the repository root with the peers' venv (benchmarks/run builds it):
-    benchmarks/.venv-peers/bin/python benchmarks/heavy_hitters.py [--n N] [--peer-n N]
+Run from the repository root: `benchmarks/run heavy-hitters [--n N] [--peer-n N]` (in the
+peers' venv, which benchmarks/run builds).
 Writes results/heavy_hitters.json.
 """
 
