@@ -21,12 +21,13 @@ bit string; the last group's candidates are whole padded values. Prefixes no val
 uses only public facts about the encoding and the estimates, so it is post-processing.
 
 Release: the last group's candidates whose estimate clears T = z sigma_0 are listed,
-sigma_0 the exact standard deviation of a candidate's estimate when no user of the group
-holds it, and z such that C (1 - Phi(z)) = the expected number of false discoveries asked
-for, C the candidates tested: given the candidates (chosen from the other groups, whose
-users are disjoint), each candidate that no user holds clears T with probability
-1 - Phi(z) under the normal approximation of the sketch estimate (a sum of n_g independent
-bounded terms) over the reports' randomness. Listing is post-processing of LDP output: it
+sigma_0^2 the exact variance of a candidate's estimate when no user of the group holds it
+(the sketch's variance at f = 0 plus its fixed hash family's term), and z such that
+C (1 - Phi(z)) = the expected number of false discoveries asked for, C the candidates
+tested: given the candidates (chosen from the other groups, whose users are disjoint), each
+candidate that no user holds clears T with probability 1 - Phi(z) under the normal
+approximation of the sketch estimate (a sum of n_g independent bounded terms) over the
+reports' randomness and a random hash family. Listing is post-processing of LDP output: it
 costs no privacy.
 """
 
@@ -259,10 +260,16 @@ class PrefixExtendingMethod:
     ) -> Discovery:
         """The last group's candidates (size reports of n) that clear the threshold, as
         estimated counts among all n users."""
-        sigma0 = math.sqrt(float(self.oracle.variance(size, np.zeros(1))[0]))
+        noise = float(self.oracle.variance(size, np.zeros(1))[0])
+        # The fixed hash family offsets an estimate by its collisions with the strings held:
+        # over families mean 0 and SketchOracle.family_variance, which needs the counts of
+        # all strings held; the candidates' estimates stand in for them (plug-in: the
+        # heaviest strings are candidates, and Zipf-like tails add little to sum n_w^2).
+        held = np.rint(np.clip(estimate, 0.0, None)).astype(np.int64)
+        family = float(np.max(self.oracle.family_variance(held))) if held.size else 0.0
         # z with C (1 - Phi(z)) = false_discoveries; at most half of the candidates.
         tail = min(0.5, false_discoveries / max(1, len(candidates)))
-        cut = NormalDist().inv_cdf(1.0 - tail) * sigma0
+        cut = NormalDist().inv_cdf(1.0 - tail) * math.sqrt(noise + family)
         chosen = [
             (text, float(e))
             for label, e in zip(candidates, estimate.tolist(), strict=True)
@@ -276,7 +283,7 @@ class PrefixExtendingMethod:
         scale = n / size
         f = np.clip(group_estimate / size, 0.0, 1.0)
         sampling = size * f * (1 - f) * (n - size) / max(1, n - 1)
-        variance = scale**2 * (self.oracle.variance(size, f) + sampling)
+        variance = scale**2 * (self.oracle.variance(size, f) + family + sampling)
         return Discovery(
             values=tuple(text for text, _ in chosen),
             estimate=scale * group_estimate,

@@ -66,10 +66,13 @@ def test_the_threshold_is_stated_and_derived_from_the_exact_variance(found: Foun
     # The users' groups are the simulation's first draw: the last group's size.
     groups = sample_uniform_below(np.random.default_rng(7), pem.groups, discovery.n)
     size = int(np.count_nonzero(groups == pem.groups - 1))
-    # T = z sigma_0 in the last group, z with C (1 - Phi(z)) = 1e-3, scaled to all n users.
+    # T = z sigma_0 in the last group, z with C (1 - Phi(z)) = 1e-3, scaled to all n users;
+    # sigma_0^2 is the sketch's variance at f = 0 plus the hash family's term, which is
+    # sum n_w^2 / (k (m - 1)) < 1 user^2 here (n_w < 300 per group), against about 140.
     z = NormalDist().inv_cdf(1 - 1e-3 / discovery.candidates)
-    sigma0 = math.sqrt(float(pem.oracle.variance(size, np.zeros(1))[0]))
-    assert discovery.threshold == pytest.approx(z * sigma0 * discovery.n / size, rel=1e-12)
+    noise = float(pem.oracle.variance(size, np.zeros(1))[0])
+    scale = z * discovery.n / size
+    assert scale * math.sqrt(noise) <= discovery.threshold <= scale * math.sqrt(noise + 1)
     assert discovery.candidates > len(discovery.values)
     assert all(estimate > discovery.threshold for estimate in discovery.estimate)
 
@@ -123,3 +126,17 @@ def test_the_scaled_estimate_is_unbiased_with_the_stated_variance() -> None:
     ratio = float(np.var(estimates, ddof=1)) / stated
     low, high = stats.chi2.ppf([1e-4, 1 - 1e-4], 199) / 199
     assert low < ratio < high, ratio
+
+
+def test_the_threshold_adds_the_fixed_hash_familys_term_from_the_candidates() -> None:
+    # One candidate estimated at 1,000 of 10,000 reports, two at 0 or below: the family's
+    # term is sum n_w (n_w - 1) / (k (m - 1)) over the estimates clipped at 0.
+    pem = PrefixExtendingMethod(epsilon=2.0, max_length=1, top_k=2, k=16, m=64)
+    labels = [pem.prefix(value, 0) for value in ("a", "b", "c")]
+    found = pem.release(labels, np.array([1_000.0, 0.0, -5.0]), 10_000, 20_000, 0.01)
+    noise = float(pem.oracle.variance(10_000, np.zeros(1))[0])
+    family = 1_000 * 999 / (16 * 63)
+    z = NormalDist().inv_cdf(1 - 0.01 / 3)
+    assert found.threshold == pytest.approx(2 * z * math.sqrt(noise + family), rel=1e-12)
+    assert found.values == ("a",) and found.candidates == 3
+    assert found.estimate[0] == 2_000.0
