@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     false_discoveries = parse_positive(args.false_discoveries, "false_discoveries")
     rng, seed = rng_from_args(args)
-    with ProgressLine(sys.stderr, "simulating users") as progress:
+    with ProgressLine(sys.stderr, "simulating users", machine_output=args.json) as progress:
         result = simulate_discovery(pem, values, rng, false_discoveries, progress.update)
     if args.json:
         print(json.dumps(to_json(result)))

@@ -125,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         n, top, exponent = int(counts.sum()), parse_int(args.top, "top", 1), 0.0
         rng, seed = rng_from_args(args)
-    with ProgressLine(sys.stderr, f"simulating {oracle.name}") as progress:
+    with ProgressLine(
+        sys.stderr, f"simulating {oracle.name}", machine_output=args.json
+    ) as progress:
         result = simulate(oracle, counts, rng, progress.update)
     header: dict[str, Any] = {
         "oracle": oracle.name,

@@ -220,6 +220,17 @@ def batch_digest(entry: codec.StreamEntry) -> str:
 
 
 @dataclass(frozen=True)
+class ValidBatch:
+    """A batch whose every report its campaign's active config validated, packed."""
+
+    campaign: str
+    config: CampaignConfig
+    n: int
+    packed: bytes
+    level: str
+
+
+@dataclass(frozen=True)
 class Stored:
     accepted: int
     duplicate: bool
@@ -306,11 +317,10 @@ class Ingestor:
             raise ApiError(409, "config_id", "unknown config", code="unknown_config")
         return active
 
-    def store(
-        self, batch: Batch, idempotency_key: str, token_hash: str, *, now: float | None = None
-    ) -> Stored:
-        """Validate every report with the oracle, then count the token's request and append
-        the batch; 400 on a bad report, 429 over the rate limit."""
+    def validate(self, batch: Batch) -> ValidBatch:
+        """Check the batch against its campaign's active config and validate every report
+        with the oracle; 404/409 for a campaign or config that takes no batch, 400 on a bad
+        report."""
         config = self.active_config(batch)
         oracle = level_oracle(self.registry, config, batch.level)
         self.report_form(batch.config_id, batch.level, oracle).check(batch.reports)
@@ -321,12 +331,19 @@ class Ingestor:
         except (TypeError, ValueError, OverflowError, KeyError, IndexError) as error:
             # An oracle's decoder should raise ReportError; never let odd input become a 500.
             raise bad_request("reports", "malformed report", code="invalid_report") from error
+        return ValidBatch(batch.campaign, config, len(batch.reports), packed, batch.level)
+
+    def append(
+        self, batch: ValidBatch, idempotency_key: str, token_hash: str, *, now: float | None = None
+    ) -> Stored:
+        """Count the token's request and append the batch, once (the ingest script); 429 over
+        the rate limit, 422 for a key already used for a different batch."""
+        config = batch.config
         now = time.time() if now is None else now
         window = config.window_of(now)
         shard = shard_of(idempotency_key, config.shards)
         expires = window + config.window_seconds + self.idempotency_seconds
-        n = len(batch.reports)
-        entry = codec.StreamEntry(batch.config_id, window, n, packed, batch.level)
+        entry = codec.StreamEntry(config.config_id, window, batch.n, batch.packed, batch.level)
         limit = self.rate_limit
         outcome, count = self._ingest(
             keys=[
@@ -336,7 +353,7 @@ class Ingestor:
                 keys.checkpoint(batch.campaign, shard),
             ],
             args=[
-                n, expires, window * 1000,
+                batch.n, expires, window * 1000,
                 limit.per_shard(config.shards) if limit.limit else 0, limit.seconds + 1,
                 batch_digest(entry), *codec.flat(entry),
             ],
@@ -351,3 +368,9 @@ class Ingestor:
                 code="idempotency_key_reused",
             )
         return Stored(accepted=int(count), duplicate=bool(outcome))
+
+    def store(
+        self, batch: Batch, idempotency_key: str, token_hash: str, *, now: float | None = None
+    ) -> Stored:
+        """validate, then append."""
+        return self.append(self.validate(batch), idempotency_key, token_hash, now=now)
