@@ -83,6 +83,9 @@ class Collector:
             self.registry,
             idempotency_seconds=config.idempotency_seconds,
             rate_limit=rate_limit,
+            wait_replicas=config.redis_wait_replicas,
+            wait_timeout_seconds=config.redis_wait_timeout_seconds,
+            retry_after_seconds=config.retry_after_seconds,
         )
         self.openapi = resources.files("ldptel.collector").joinpath("openapi.yaml").read_bytes()
 
