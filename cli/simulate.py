@@ -38,6 +38,7 @@ from ldptel.cli.oracle_options import (
 from ldptel.cli.progress import ProgressLine
 from ldptel.cli.simulate_numeric import run_numeric
 from ldptel.cli.table import format_table
+from ldptel.cli.values_file import oracle_over_file
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError, ParameterError
 from ldptel.client.levels import SAMPLE, SIMULATED_STRATEGIES, check_levels
@@ -77,7 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--values-file",
         metavar="FILE",
-        help="with --range: the simulated users' values, one number per line (n = lines)",
+        help="simulate these users: one value per line, UTF-8 (n = lines); the domain is its "
+        "distinct values, most frequent first (with --domain-size D: D items, the rest held by "
+        "nobody); with --range: one number per line",
     )
     parser.add_argument(
         "--zipf-exponent", default="1.1", metavar="S", help="zipf exponent (default 1.1)"
@@ -109,18 +112,26 @@ def _simulation_inputs(
 def run(args: argparse.Namespace) -> int:
     if args.range is not None:
         return run_numeric(args)
-    if args.values_file is not None:
-        raise ParameterError("values_file", "needs --range (a numeric oracle)")
     args.distribution = args.distribution or DISTRIBUTIONS[0]
     if args.levels is not None:
         return _run_levels(args)
     if args.epsilon is None:
         raise ParameterError("epsilon", "is required (or give --levels)")
-    oracle = oracle_from_args(args)
+    labels: list[str] | None = None
+    if args.values_file is not None:
+        oracle, labels, counts = oracle_over_file(args)
+    elif args.domain_size is None:
+        raise ParameterError("domain_size", "is required (or give --values-file)")
+    else:
+        oracle = oracle_from_args(args)
     if args.target_stderr is not None:
         return _run_planner(oracle, args)
-    n, top, exponent, rng, seed = _simulation_inputs(args)
-    counts = true_counts(n, oracle.domain_size, rng, args.distribution, exponent)
+    if labels is None:
+        n, top, exponent, rng, seed = _simulation_inputs(args)
+        counts = true_counts(n, oracle.domain_size, rng, args.distribution, exponent)
+    else:
+        n, top, exponent = int(counts.sum()), parse_int(args.top, "top", 1), 0.0
+        rng, seed = rng_from_args(args)
     with ProgressLine(
         sys.stderr, f"simulating {oracle.name}", machine_output=args.json
     ) as progress:
@@ -134,12 +145,14 @@ def run(args: argparse.Namespace) -> int:
         "zipf_exponent": exponent if args.distribution == "zipf" else None,
         "seed": seed,
     }
+    if labels is not None:
+        header.update(distribution=None, zipf_exponent=None, values_file=args.values_file)
     if oracle.name != args.oracle:  # an alias, or a chooser such as `auto`
         header["requested_oracle"] = args.oracle
     choice = getattr(oracle, "auto_choice", None)
     if choice is not None:
         header["oracle_choice"] = choice
-    items = _items(result)
+    items = _items(result, labels)
     fit = _rappor_fit(oracle, result)
     if fit is not None:
         header["privacy"] = oracle.privacy_summary()  # type: ignore[attr-defined]
@@ -151,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**header, "items": items}))
     else:
-        print(_simulation_text(header, result, top, fit))
+        print(_simulation_text(header, result, top, fit, labels))
     return 0
 
 
@@ -165,16 +178,21 @@ def _rappor_fit(oracle: FrequencyOracle, result: Simulation) -> RapporFit | None
     return oracle.fit(result.support)
 
 
-def _items(result: Simulation) -> list[dict[str, Any]]:
-    return [
+def _items(result: Simulation, labels: list[str] | None = None) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [
         {"item": i, "true": int(t), "estimate": float(e), "variance": float(v), "stderr": float(s)}
         for i, (t, e, v, s) in enumerate(
             zip(result.counts, result.estimate, result.variance, result.stderr, strict=True)
         )
     ]
+    for item, label in zip(items, labels or [], strict=False):
+        item["value"] = label
+    return items
 
 
 def _shape(header: dict[str, Any]) -> str:
+    if "values_file" in header:
+        return f"values of {header['values_file']}, seed {header['seed']}"
     shape = str(header["distribution"])
     if shape == "zipf":
         shape += f" s={header['zipf_exponent']:g}"
@@ -182,7 +200,11 @@ def _shape(header: dict[str, Any]) -> str:
 
 
 def _simulation_text(
-    header: dict[str, Any], result: Simulation, top: int, fit: RapporFit | None = None
+    header: dict[str, Any],
+    result: Simulation,
+    top: int,
+    fit: RapporFit | None = None,
+    labels: list[str] | None = None,
 ) -> str:
     lines = [
         f"oracle {header['oracle']}, epsilon {header['epsilon']:.6g}, "
@@ -200,7 +222,7 @@ def _simulation_text(
             "{epsilon:.4g}-LDP; any number of reports of one value by one client at most "
             "{permanent_epsilon:.4g} (permanent bound)".format(**privacy)
         ]
-    lines += ["", *_item_lines(result, top)]
+    lines += ["", *_item_lines(result, top, labels)]
     if fit is not None:
         flagged = np.flatnonzero(fit.significant)
         shown = ", ".join(str(i) for i in flagged[:top]) + (", ..." if flagged.size > top else "")
@@ -213,14 +235,14 @@ def _simulation_text(
     return "\n".join(lines)
 
 
-def _item_lines(result: Simulation, top: int) -> list[str]:
+def _item_lines(result: Simulation, top: int, labels: list[str] | None = None) -> list[str]:
     """The most frequent items' true count, estimate and stderr, and the z summary."""
     lines = []
     z = (result.estimate - result.counts) / result.stderr
     shown = np.argsort(-result.counts, kind="stable")[:top]
     rows = [
         [
-            str(i),
+            str(i) if labels is None else labels[i],
             str(result.counts[i]),
             f"{result.estimate[i]:.1f}",
             f"{result.stderr[i]:.1f}",

@@ -1,0 +1,295 @@
+"""Heavy hitters of an open domain of strings, with no candidate list: the Prefix Extending
+Method (PEM; Wang, Li, Jha, "Locally Differentially Private Heavy Hitter Identification",
+IEEE TDSC 2019, arXiv:1708.06674, Sec. 5) with Apple's count mean sketch as the frequency
+oracle of each group ("Learning with Privacy at Scale", 2017), so that each group's state is
+the sketch's integer counts, which add across shards and batches.
+
+Values: a value is a string whose UTF-8 has at most `max_length` bytes and no NUL; it is
+read as the bit string of its UTF-8 bytes, zero-padded to 8 max_length bits. Its prefix of s
+bits is written as the s characters '0'/'1' (the prefix's *label*); a sketch hashes a label
+like any other string (item_key, docs/protocol.md).
+
+Client: draw a group g uniformly from [0, G) (independent of the value) and report the
+prefix of s_g bits through the group's sketch oracle: s_g = min(8 max_length,
+gamma + (g + 1) eta), gamma = ceil(log2 top_k), eta = `step_bits` (paper, Sec. 5: the
+first group already extends the gamma bits that index the top_k candidates by eta bits).
+
+Server (paper, Algorithm of PEM): group 0 estimates every s_0-bit prefix; each later group
+estimates the top_k prefixes of the group before it, each extended by every (s_g - s_{g-1})
+bit string; the last group's candidates are whole padded values. Prefixes no value can have
+(a NUL byte followed by a non-zero bit; bytes that are not a UTF-8 prefix) are skipped: this
+uses only public facts about the encoding and the estimates, so it is post-processing.
+
+Release: the last group's candidates whose estimate clears T = z sigma_0 are listed,
+sigma_0^2 the exact variance of a candidate's estimate when no user of the group holds it
+(the sketch's variance at f = 0 plus its fixed hash family's term), and z such that
+C (1 - Phi(z)) = the expected number of false discoveries asked for, C the candidates
+tested: given the candidates (chosen from the other groups, whose users are disjoint), each
+candidate that no user holds clears T with probability 1 - Phi(z) under the normal
+approximation of the sketch estimate (a sum of n_g independent bounded terms) over the
+reports' randomness and a random hash family. Listing is post-processing of LDP output: it
+costs no privacy.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.client.errors import ParameterError
+from ldptel.client.hashing import item_keys
+from ldptel.client.oracles.base import WireReport, check_epsilon, check_int
+from ldptel.client.oracles.cms import CountMeanSketch
+from ldptel.client.oracles.hcms import HadamardCountMeanSketch
+from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.randomness import Rng, default_rng
+from ldptel.client.samplers import sample_uniform_below
+
+SKETCHES: dict[str, type[SketchOracle]] = {
+    "cms": CountMeanSketch,
+    "hcms": HadamardCountMeanSketch,
+}
+#: Defaults: 32 candidates kept per step and one byte per step (16 groups for 16-byte
+#: values); a sketch of k = 1024 rows (the fixed hash family's term is then small, see
+#: SketchOracle.family_variance) by m = 256 columns (the collision term (n - n_v)/(m - 1)
+#: adds 1/255 per report to a variance of about 1 at epsilon 2).
+DEFAULT_TOP_K = 32
+DEFAULT_STEP_BITS = 8
+DEFAULT_ROWS = 1024
+DEFAULT_WIDTH = 256
+DEFAULT_FALSE_DISCOVERIES = 0.05
+MAX_LENGTH = 1024
+#: Candidates estimated in one step (top_k 2^step_bits), to bound the server's work.
+MAX_CANDIDATES = 1 << 18
+
+
+def padded_bits(value: str, max_length: int) -> str:
+    """The value as 8 max_length characters '0'/'1': its UTF-8 bytes, zero-padded."""
+    if not isinstance(value, str):
+        raise ParameterError("value", f"must be a string, got {type(value).__name__}")
+    data = value.encode("utf-8")
+    if len(data) > max_length:
+        raise ParameterError(
+            "value", f"has {len(data)} bytes of UTF-8, more than max_length = {max_length}"
+        )
+    if b"\0" in data:
+        raise ParameterError("value", "must not contain NUL (it pads values)")
+    return "".join(f"{byte:08b}" for byte in data.ljust(max_length, b"\0"))
+
+
+def prefix_bytes(label: str) -> tuple[bytes, str]:
+    """The whole bytes of a prefix label and its remaining (fewer than 8) bits."""
+    whole = len(label) // 8 * 8
+    return int(label[:whole] or "0", 2).to_bytes(whole // 8, "big"), label[whole:]
+
+
+def possible_prefix(label: str) -> bool:
+    """Whether some value's padded bits start with this prefix: after the first NUL byte
+    only zeros, and the bytes before it valid UTF-8 (a last character may be cut)."""
+    data, rest = prefix_bytes(label)
+    text = data.rstrip(b"\0")
+    padded = len(text) < len(data)
+    if b"\0" in text or (padded and "1" in rest):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(text, final=padded)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def prefix_value(label: str) -> str | None:
+    """The value whose whole padded bits are this label (None if no value has them)."""
+    if not possible_prefix(label) or len(label) % 8:
+        return None
+    try:  # whole: a last character cut short is no value
+        return prefix_bytes(label)[0].rstrip(b"\0").decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def default_sketch(epsilon: float, m: int) -> str:
+    """The sketch with the lower per-report variance for an item no user holds (among those
+    that take this m: HCMS needs a power of two)."""
+    variances = {}
+    for name, cls in SKETCHES.items():
+        try:
+            variances[name] = cls(epsilon=epsilon, domain_size=2, k=1, m=m).other_variance
+        except ParameterError:
+            continue
+    if not variances:  # no sketch takes m: the first one names the fault
+        return next(iter(SKETCHES))
+    return min(variances, key=lambda name: variances[name])
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The released heavy hitters: estimated counts among all n users, their standard
+    errors, and the threshold they cleared (in counts among all n users)."""
+
+    values: tuple[str, ...]
+    estimate: NDArray[np.float64]
+    stderr: NDArray[np.float64]
+    threshold: float
+    #: Expected number of listed strings that no user holds (at most; see the module doc).
+    expected_false_discoveries: float
+    #: Strings tested against the threshold (the last group's candidates).
+    candidates: int
+    n: int
+
+
+class PrefixExtendingMethod:
+    """PEM over a count mean sketch: the client's report and the server's discovery.
+
+    Privacy (Wang et al. 2019, Sec. 5, with the sketch's theorem, Apple 2017): one report
+    (g, r) is epsilon-LDP against whoever sees it (collector, aggregator, network), for any
+    two values v, v' of one user (strings of at most max_length bytes of UTF-8): g is drawn
+    independently of the value, and given g, r is the group oracle's epsilon-LDP report of
+    the s_g-bit prefix, so P[(g, r) | v] / P[(g, r) | v'] = P[r | prefix(v)] /
+    P[r | prefix(v')] <= e^epsilon (= 1 when the prefixes agree). Each user reports once.
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        max_length: int,
+        top_k: int = DEFAULT_TOP_K,
+        step_bits: int = DEFAULT_STEP_BITS,
+        sketch: str | None = None,
+        k: int = DEFAULT_ROWS,
+        m: int = DEFAULT_WIDTH,
+    ) -> None:
+        epsilon = check_epsilon(epsilon)
+        self.max_length = check_int(max_length, "max_length", 1, MAX_LENGTH)
+        self.top_k = check_int(top_k, "top_k", 1)
+        self.step_bits = check_int(step_bits, "step_bits", 1, 16)
+        if self.top_k << self.step_bits > MAX_CANDIDATES:
+            raise ParameterError(
+                "top_k", f"top_k * 2^step_bits must be <= {MAX_CANDIDATES} (candidates per step)"
+            )
+        self.sketch = default_sketch(epsilon, m) if sketch is None else sketch
+        if self.sketch not in SKETCHES:
+            raise ParameterError("sketch", f"must be one of {', '.join(SKETCHES)}")
+        self.params: dict[str, Any] = {"epsilon": epsilon, "k": k, "m": m}
+        #: The frequency oracle of every group (one hash family; the groups' sketches are
+        #: separate, so prefixes of different lengths never share one).
+        self.oracle = self.group_oracle(["0", "1"])
+        total = 8 * self.max_length
+        start = math.ceil(math.log2(self.top_k)) + self.step_bits
+        #: s_g: the prefix length (bits) each group reports.
+        self.lengths: tuple[int, ...] = (*range(start, total, self.step_bits), total)
+
+    @property
+    def epsilon(self) -> float:
+        """The epsilon one report guarantees (the group oracle's)."""
+        return self.oracle.epsilon
+
+    @property
+    def groups(self) -> int:
+        return len(self.lengths)
+
+    def group_oracle(self, labels: Sequence[str]) -> SketchOracle:
+        """The groups' sketch oracle with these prefix labels as its domain (simulation and
+        the privacy audit); its hashes depend on a label only, so any instance estimates any
+        label."""
+        return SKETCHES[self.sketch](domain_size=len(labels), labels=labels, **self.params)
+
+    def prefix(self, value: str, group: int) -> str:
+        """The label group `group` reports for `value`."""
+        return padded_bits(value, self.max_length)[: self.lengths[group]]
+
+    # -- client ----------------------------------------------------------------------------
+    def perturb(self, value: str, rng: Rng | None = None) -> WireReport:
+        """One user's report {"group": g, ...the sketch report}; OS CSPRNG by default."""
+        bits = padded_bits(value, self.max_length)
+        rng = rng or default_rng()
+        group = int(sample_uniform_below(rng, self.groups, 1)[0])
+        return {"group": group, **self.oracle.perturb_string(bits[: self.lengths[group]], rng)}
+
+    # -- server ----------------------------------------------------------------------------
+    @functools.cached_property
+    def first_candidates(self) -> tuple[str, ...]:
+        """Every possible prefix of group 0's length (the same for every discovery)."""
+        width = self.lengths[0]
+        return tuple(label for i in range(1 << width) if possible_prefix(label := f"{i:0{width}b}"))
+
+    def extend(self, kept: Sequence[str], group: int) -> list[str]:
+        """Every possible extension of the kept prefixes to group `group`'s length."""
+        width = self.lengths[group] - self.lengths[group - 1]
+        tails = [f"{i:0{width}b}" for i in range(1 << width)]
+        return [label for head in kept for tail in tails if possible_prefix(label := head + tail)]
+
+    def discover(
+        self,
+        supports: Sequence[NDArray[np.int64]],
+        group_counts: Sequence[int],
+        false_discoveries: float = DEFAULT_FALSE_DISCOVERIES,
+    ) -> Discovery:
+        """The heavy hitters from each group's summed sketch support and report count."""
+        false_discoveries = check_epsilon(false_discoveries, "false_discoveries")
+        if len(supports) != self.groups or len(group_counts) != self.groups:
+            raise ParameterError("supports", f"must have one entry per group ({self.groups})")
+        if min(group_counts) < 1:
+            raise ParameterError("group_counts", "every group needs at least one report")
+        candidates: Sequence[str] = self.first_candidates
+        estimate = np.zeros(0)
+        for group, (support, size) in enumerate(zip(supports, group_counts, strict=True)):
+            if group:
+                order = np.argsort(-estimate, kind="stable")[: self.top_k]
+                candidates = self.extend([candidates[i] for i in order], group)
+            estimate = self.oracle.estimate_keys(support, size, item_keys(candidates))
+        n = int(sum(group_counts))
+        return self.release(candidates, estimate, int(group_counts[-1]), n, false_discoveries)
+
+    def release(
+        self,
+        candidates: Sequence[str],
+        estimate: NDArray[np.float64],
+        size: int,
+        n: int,
+        false_discoveries: float,
+    ) -> Discovery:
+        """The last group's candidates (size reports of n) that clear the threshold, as
+        estimated counts among all n users."""
+        noise = float(self.oracle.variance(size, np.zeros(1))[0])
+        # The fixed hash family offsets an estimate by its collisions with the strings held:
+        # over families mean 0 and SketchOracle.family_variance, which needs the counts of
+        # all strings held; the candidates' estimates stand in for them (plug-in: the
+        # heaviest strings are candidates, and Zipf-like tails add little to sum n_w^2).
+        held = np.rint(np.clip(estimate, 0.0, None)).astype(np.int64)
+        family = float(np.max(self.oracle.family_variance(held))) if held.size else 0.0
+        # z with C (1 - Phi(z)) = false_discoveries; at most half of the candidates.
+        tail = min(0.5, false_discoveries / max(1, len(candidates)))
+        cut = NormalDist().inv_cdf(1.0 - tail) * math.sqrt(noise + family)
+        chosen = [
+            (text, float(e))
+            for label, e in zip(candidates, estimate.tolist(), strict=True)
+            if e > cut and (text := prefix_value(label)) is not None
+        ]
+        chosen.sort(key=lambda pair: -pair[1])
+        group_estimate = np.array([e for _, e in chosen], dtype=np.float64)
+        # The group is a uniform sample of size users of the n: scaled by n / size, its
+        # estimate is unbiased for the count among all n, with the oracle's variance and the
+        # sample's (hypergeometric) one, at the plug-in frequency.
+        scale = n / size
+        f = np.clip(group_estimate / size, 0.0, 1.0)
+        sampling = size * f * (1 - f) * (n - size) / max(1, n - 1)
+        variance = scale**2 * (self.oracle.variance(size, f) + family + sampling)
+        return Discovery(
+            values=tuple(text for text, _ in chosen),
+            estimate=scale * group_estimate,
+            stderr=np.sqrt(variance),
+            threshold=scale * cut,
+            expected_false_discoveries=tail * len(candidates),
+            candidates=len(candidates),
+            n=n,
+        )
