@@ -21,7 +21,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ReportError
-from ldptel.client.oracles.base import Field, PureOracle, ReportBatch, WireReport, check_reports
+from ldptel.client.oracles.base import (
+    Field,
+    PureOracle,
+    ReportBatch,
+    WireReport,
+    check_probabilities,
+    check_reports,
+)
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import sample_bernoulli
 
@@ -187,14 +194,29 @@ def perturb_unary(
 
 class UnaryEncoding(PureOracle):
     """Unary encoding with per-bit probabilities p (true bit) and q (other bits), p > q;
-    a report supports each item whose bit is set (p* = p, q* = q)."""
+    a report supports each item whose bit is set (p* = p, q* = q). A config serves p and q
+    (`derived_params`); given, they are used as they are."""
 
     audit_event_count = 4
 
-    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        p: float | None = None,
+        q: float | None = None,
+    ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
-        self.p, self.q = self.probabilities(self.requested_epsilon)
         self.fields = (Field("bits", "u1", width=packed_width(self.domain_size)),)
+        if p is None and q is None:
+            self.p, self.q = self.probabilities(self.requested_epsilon)
+            return
+        self.p, self.q = check_probabilities(p, q)
+        self.check_served("p")
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"p": self.p, "q": self.q}
 
     @staticmethod
     @abstractmethod
