@@ -281,6 +281,22 @@ class FrequencyOracle(ABC):
         None means f_v = 0 for every item (the term most often quoted).
         """
 
+    # -- the whole law, for oracles with few possible reports --------------------------------
+    @property
+    def output_count(self) -> int | None:
+        """How many distinct reports the oracle can send, if few enough to list them
+        (`output_law`); None otherwise."""
+        return None
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """Each report's index in [0, output_count): which of the possible reports it is."""
+        raise NotImplementedError(f"{self.name} does not list its reports")
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        """P[report | true value] for every possible report (by `output_index`), exactly as
+        the parameters give it (the Sample mechanism's exact audit mixes these laws)."""
+        raise NotImplementedError(f"{self.name} does not list its reports")
+
     # -- privacy audit (ldptel.analysis.audit) -----------------------------------------------
     # The events partition the reports for the unordered pair {value, other}: swapping the
     # two arguments must give the SAME events in the same order (e.g. order them by

@@ -98,6 +98,19 @@ class DirectEncoding(PureOracle):
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         return np.bincount(batch["y"], minlength=self.domain_size).astype(np.int64)
 
+    @property
+    def output_count(self) -> int:
+        return self.domain_size
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return batch["y"].astype(np.int64)
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        # What perturb draws: v with p, each other value with (1 - p)/(d - 1).
+        law = np.full(self.domain_size, (1 - self.p) / (self.domain_size - 1))
+        law[value] = self.p
+        return law
+
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         # Events: y is the smaller of the pair, y is the larger, y is neither.
         y = batch["y"].astype(np.int64)

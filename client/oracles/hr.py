@@ -138,6 +138,18 @@ class HadamardResponse(PureOracle):
         walsh = fwht(support)
         return walsh[1 : self.domain_size + 1] / (2 * self.p - 1)
 
+    @property
+    def output_count(self) -> int:
+        return self.K
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return batch["y"].astype(np.int64)
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        # Uniform on C_v with p, uniform on its complement with 1 - p (K/2 indices each).
+        inside = parity((value + 1) & np.arange(self.K, dtype=np.int64)) == 0
+        return np.where(inside, 2 * self.p / self.K, 2 * (1 - self.p) / self.K)
+
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         # Events: (y in C_low, y in C_high); the likelihood ratio of y depends only on these.
         low, high = min(value, other), max(value, other)

@@ -42,6 +42,8 @@ _CHUNK_BITS = 1 << 22
 _CHUNK_BYTES = 1 << 18
 # Below this many reports, unpacking rows beats 256-bin histograms per byte column.
 _HISTOGRAM_MIN_ROWS = 1024
+#: Unary reports are listed (output_law) up to this many bits: 4096 possible reports.
+MAX_LISTED_BITS = 12
 # Standard base64 text with "=" padding.
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
@@ -251,6 +253,24 @@ class UnaryEncoding(PureOracle):
 
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         return bit_counts(batch["bits"], self.domain_size)
+
+    @property
+    def output_count(self) -> int | None:
+        return 1 << self.domain_size if self.domain_size <= MAX_LISTED_BITS else None
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        # The d bits as a number, item 0 the most significant.
+        bits = unpack_bits(batch["bits"], self.domain_size).astype(np.int64)
+        return bits @ (1 << np.arange(self.domain_size - 1, -1, -1, dtype=np.int64))
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        # Independent bits: p for bit v, q for the others (output_index's bit order).
+        d = self.domain_size
+        bits = (np.arange(1 << d)[:, None] >> np.arange(d - 1, -1, -1)) & 1
+        one = np.full(d, self.q)
+        one[value] = self.p
+        law: NDArray[np.float64] = np.prod(np.where(bits == 1, one, 1 - one), axis=1)
+        return law
 
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         # Events: 2 * bit[low] + bit[high] for the pair's smaller and larger item; the other
