@@ -165,6 +165,9 @@ class Report(_Report, total=False):
 
     #: A config with privacy levels: the report combining them (level "").
     combined: Combined
+    #: Present when the stated stderr and intervals are not calibrated (full RAPPOR decoded
+    #: by its LASSO selection, more candidates than m k / 4): why, and how far off.
+    uncalibrated: str
 
 
 class WindowDocument(TypedDict):
