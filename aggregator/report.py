@@ -62,8 +62,8 @@ UNCALIBRATED = (
     "stderr and intervals not calibrated: more candidates than m k / 4, so the decoder "
     "selects them (LASSO, then NNLS); a selected count's stderr is conditional on the "
     "selection, a candidate left at 0 carries the design stderr under f = 0. Measured: "
-    "variance over repetitions 0.001-0.22 of the stated one, held candidates covered "
-    "91-92% by the 95% intervals (benchmarks/README.md, RAPPOR calibration). Use the "
+    "variance over repetitions 0.001-0.26 of the stated one, held candidates covered "
+    "91-93% by the 95% intervals (benchmarks/README.md, RAPPOR calibration). Use the "
     "significance flags for detection, not the intervals"
 )
 

@@ -97,7 +97,7 @@ def test_a_report_decoded_by_the_lasso_says_its_intervals_are_not_calibrated(
     redis_client: Any,
 ) -> None:
     # 12 candidates > m k / 4 = 8: the LASSO + NNLS selection (benchmarks/README.md measures
-    # its stated variance 0.001-0.22 of the repetitions').
+    # its stated variance 0.001-0.26 of the repetitions').
     _, report, fit = rappor_window(redis_client, ReportOptions(), k=8, m=4)
     assert fit.lasso and not fit.least_squares
     assert report["uncalibrated"] == UNCALIBRATED
