@@ -44,7 +44,7 @@ SHE_TABLE, THE_TABLE = (derive_table(1.0, R).to_json() for R in (1, 2))
         ("she", {"resolution": 1, "noise": SHE_TABLE}),
         ("the", {"resolution": 2, "noise": THE_TABLE, "theta": 0.875}),  # t = 1: (1 + 3/4) / 2
         ("rappor", {"k": 16, "h": 2, "m": 64, "p": 0.5, "q": 0.75, "f": RAPPOR_F_AT_1}),
-        ("olh", {"g": 4, "p": 1 / (1 + 3 / E)}),  # round(e + 1)
+        ("olh", {"g": 4, "p": 1 / (1 + 3 * math.exp(-1.0))}),  # round(e + 1)
         ("ss", {"k": 1, "p": E / (E + 4)}),  # round(5 / (e + 1))
         ("de", {"p": E / (E + 4), "q": 1 / (E + 4)}),
     ],
