@@ -242,7 +242,7 @@ def tampered(name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, A
         ("ss", lambda p: p.update(p=0.5), "p"),
         ("cms", lambda p: p.update(p=0.8), "p"),
         ("hcms", lambda p: p.update(f=0.2), "f"),
-        # a table of less noise: the next a down, its weights and total rebuilt to match
+        # a consistent table (its own total) of less noise: the one of epsilon 1.2
         ("she", lambda p: p.update(noise=derive_table(1.2, 1).to_json()), "noise"),
         ("she", lambda p: p["noise"].update(total=str(int(p["noise"]["total"]) + 1)), "noise"),
         ("she", lambda p: p["noise"].update(center="0012"), "noise"),
