@@ -223,8 +223,14 @@ def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stag
         tempfile.TemporaryDirectory(prefix="ldptel-demo-users-") as root,
         ThreadPoolExecutor(THREADS) as pool,
     ):
-        futures = [pool.submit(one_user, root, u, label) for u, label in enumerate(labels)]
-        wait_all(futures)
+        try:
+            futures = [pool.submit(one_user, root, u, label) for u, label in enumerate(labels)]
+            wait_all(futures)
+        except BaseException:
+            # Ctrl-C while the users are still being submitted (before wait_all): leaving the
+            # pool would otherwise run every queued user first.
+            pool.shutdown(cancel_futures=True)
+            raise
 
 
 def wait_all(futures: list[Future[Any]]) -> list[Any]:
