@@ -18,6 +18,7 @@ _ROW = 22
 _LABEL = 160
 _WIDTH = 900
 _PAD = 24
+_TITLE = 22  # room under the tick labels for the axis title
 
 
 def _number(value: float) -> str:
@@ -36,9 +37,16 @@ def nice_step(span: float, ticks: int = 5) -> float:
     return float(next(power * m for m in (1, 2, 5, 10) if power * m >= raw))
 
 
-def chart_svg(items: list[Item]) -> str:
+def axis_title(confidence: float) -> str:
+    """What the chart's numbers are (the x axis's title)."""
+    return f"estimated count of reports per item, with {confidence:.0%} confidence interval"
+
+
+def chart_svg(items: list[Item], confidence: float) -> str:
     """Horizontal bars (estimate) with error bars (confidence interval), largest first; the
-    true count as a marker where the items carry one (simulated data)."""
+    true count as a marker where the items carry one (simulated data). Readable without
+    colour: significant bars are solid, the others outlined with a dashed line, the true
+    count a diamond, and the x axis has a title."""
     shown = sorted(items, key=lambda i: -i["estimate"])[:CHART_ITEMS]
     truths = [i["true_count"] for i in shown if "true_count" in i]
     low = min(0.0, *(i["ci_low"] for i in shown), *truths)
@@ -49,18 +57,23 @@ def chart_svg(items: list[Item]) -> str:
     def x(value: float) -> float:
         return float(_LABEL + (value - low) / (high - low) * span)
 
-    height = _ROW * len(shown) + 2 * _PAD
+    bottom = _ROW * len(shown) + 2 * _PAD  # the tick labels' baseline is bottom - 6
+    height = bottom + _TITLE
     parts = [
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'viewBox="0 0 {_WIDTH} {height}" aria-label="estimates with confidence intervals">'
+        f'viewBox="0 0 {_WIDTH} {height}" aria-label="{escape(axis_title(confidence))}">'
     ]
     for tick in range(math.ceil(low / step), math.floor(high / step) + 1):
         value = tick * step  # round values inside the drawn range (0 is always one)
         parts.append(
             f'<line class="grid" x1="{x(value):.1f}" y1="{_PAD - 6}" x2="{x(value):.1f}" '
-            f'y2="{height - _PAD}"/><text x="{x(value):.1f}" y="{height - 6}" '
+            f'y2="{bottom - _PAD}"/><text x="{x(value):.1f}" y="{bottom - 6}" '
             f'text-anchor="middle">{_number(value)}</text>'
         )
+    parts.append(
+        f'<text class="axis-title" x="{_LABEL + span / 2:.1f}" y="{height - 6}" '
+        f'text-anchor="middle">{escape(axis_title(confidence))}</text>'
+    )
     for row, item in enumerate(shown):
         top = _PAD + row * _ROW
         middle = top + _ROW / 2
@@ -90,7 +103,7 @@ def chart_svg(items: list[Item]) -> str:
             )
     parts.append(
         f'<line class="axis" x1="{x(0.0):.1f}" y1="{_PAD - 6}" x2="{x(0.0):.1f}" '
-        f'y2="{height - _PAD}"/></svg>'
+        f'y2="{bottom - _PAD}"/></svg>'
     )
     return "".join(parts)
 
@@ -201,12 +214,12 @@ def report_section(report: Report) -> str:
         shown = min(CHART_ITEMS, len(report["items"]))
         significance = report["significance"]
         parts += [
-            chart_svg(report["items"]),
+            chart_svg(report["items"], report["confidence"]),
             f'<p class="note">Bars: the {shown} largest estimates; whiskers: '
-            f"{report['confidence']:.0%} confidence intervals. Dark bars are significantly "
+            f"{report['confidence']:.0%} confidence intervals. Solid bars are significantly "
             f"above zero (z = {significance['z']:.2f}, so that fewer than "
             f"{significance['expected_false_flags']:g} items are expected to be flagged "
-            "by chance over the whole domain)."
+            "by chance over the whole domain); outlined bars are not."
             + (
                 " Diamonds: the true counts of the simulated data."
                 if any("true_count" in i for i in report["items"])

@@ -1,9 +1,11 @@
 """Ingestion and aggregation on one Redis and on a local Redis Cluster of 1, 2 and 3 masters,
-in one run: several `ldptel collector serve` processes take batches over real HTTP, then several
-`ldptel aggregator run --once` workers drain the shards. Besides the rates (bounded by this
-machine's cores, which every process shares), it measures what Redis itself spends per report
-(CPU of the redis-server processes, memory of the stream entries): the per-node figures a
-capacity plan is derived from (benchmarks/README.md).
+and on 3 masters with a replica each, the collectors waiting for it (WAIT), in one run: several
+`ldptel collector serve` processes take batches over real HTTP, then several
+`ldptel aggregator run --once` workers drain the shards. The load average is sampled every
+second and stated beside each row. Besides the rates (bounded by this machine's cores, which
+every process shares), it measures what Redis itself spends per report (CPU of the
+redis-server processes, memory of the stream entries, replicas included): the per-node
+figures a capacity plan is derived from (benchmarks/README.md).
 
     .venv/bin/python benchmarks/cluster_scaling.py [--seconds 5] [--batch 100] [--shards 12]
 """
@@ -20,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +37,54 @@ ADMIN = "bench-admin-token-0123456789"
 RESULTS = Path(__file__).parent / "results"
 
 
+@dataclass(frozen=True)
+class Topology:
+    """One Redis (masters = 0) or a local cluster; `wait` replicas must acknowledge a 202
+    (LDPTEL_REDIS_WAIT_REPLICAS)."""
+
+    name: str
+    masters: int = 0
+    replicas: int = 0
+    wait: int = 0
+
+
+TOPOLOGIES = (
+    Topology("redis"),
+    Topology("cluster-1", 1),
+    Topology("cluster-2", 2),
+    Topology("cluster-3", 3),
+    Topology("cluster-3+3r wait", 3, replicas=1, wait=1),
+)
+
+
 @contextmanager
-def store(topology: str) -> Iterator[tuple[str, list[RedisServer]]]:
-    """(URL, redis-server nodes) of one Redis or a local cluster of N masters."""
-    if topology == "redis":
+def store(topology: Topology) -> Iterator[tuple[str, list[RedisServer]]]:
+    """(URL, redis-server nodes) of one Redis or a local cluster."""
+    if not topology.masters:
         with RedisServer(appendonly=True) as server:
             yield server.url, [server]
         return
-    with LocalCluster(masters=int(topology.split("-")[1]), appendonly=True) as cluster:
+    with LocalCluster(topology.masters, replicas=topology.replicas, appendonly=True) as cluster:
         yield cluster.url, cluster.nodes
+
+
+class LoadAverage:
+    """The machine's 1-minute load average, sampled every second in a thread, so each
+    measurement states the load it ran under."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(1.0):
+            self.samples.append(os.getloadavg()[0])
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def used_memory(nodes: list[RedisServer]) -> int:
@@ -64,12 +106,16 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def start_collectors(url: str, count: int) -> list[tuple[subprocess.Popen[bytes], int]]:
+def start_collectors(
+    url: str, count: int, wait_replicas: int = 0
+) -> list[tuple[subprocess.Popen[bytes], int]]:
+    """`count` `ldptel collector serve` processes of one (gevent) worker each."""
     env = {
         **os.environ,
         "LDPTEL_ADMIN_TOKEN": ADMIN,
         "LDPTEL_RATE_LIMIT": "0",
         "LDPTEL_LOG_LEVEL": "WARNING",
+        "LDPTEL_REDIS_WAIT_REPLICAS": str(wait_replicas),
     }
     started = []
     for _ in range(count):
@@ -154,10 +200,20 @@ def aggregate(url: str, workers: int) -> float:
     return time.perf_counter() - started
 
 
-def measure(topology: str, args: argparse.Namespace, config: CampaignConfig) -> dict[str, Any]:
+def drain(url: str, workers: int, redis_pids: list[int]) -> tuple[float, float, float]:
+    """(seconds, CPU seconds of the workers, CPU seconds of Redis) of one `aggregate`."""
+    redis_before, workers_before = cpu_seconds(redis_pids), children_cpu()
+    seconds = aggregate(url, workers)
+    return seconds, children_cpu() - workers_before, cpu_seconds(redis_pids) - redis_before
+
+
+def measure(
+    topology: Topology, args: argparse.Namespace, config: CampaignConfig, load: LoadAverage
+) -> dict[str, Any]:
+    first_sample = len(load.samples)
     with store(topology) as (url, nodes):
         redis_pids = pids(nodes)
-        collectors = start_collectors(url, args.collectors)
+        collectors = start_collectors(url, args.collectors, topology.wait)
         try:
             base = f"http://127.0.0.1:{collectors[0][1]}"
             admin = {"Authorization": f"Bearer {ADMIN}"}
@@ -166,6 +222,9 @@ def measure(topology: str, args: argparse.Namespace, config: CampaignConfig) -> 
             token = requests.post(f"{base}/v1/tokens", json={"app": "bench"}, headers=admin)
             body = make_body(config, config_id, args.batch)
             ports = [port for _, port in collectors]
+            # What a pass costs with nothing to apply (process start, imports, leases): taken
+            # off the pass after ingestion, so the figures are per report, not per process.
+            idle = drain(url, args.workers, redis_pids)
             memory_before = used_memory(nodes)
             collector_pids = [p for c, _ in collectors for p in process_tree(c.pid)]
             cpu_before = cpu_seconds(redis_pids)
@@ -178,13 +237,13 @@ def measure(topology: str, args: argparse.Namespace, config: CampaignConfig) -> 
             for process, _ in collectors:
                 process.terminate()
                 process.wait(timeout=60)
-        cpu_before, workers_before = cpu_seconds(redis_pids), children_cpu()
-        seconds = aggregate(url, args.workers)
-        aggregate_cpu = cpu_seconds(redis_pids) - cpu_before
-        workers_cpu = children_cpu() - workers_before
+        full = drain(url, args.workers, redis_pids)
+        seconds, workers_cpu, aggregate_cpu = (a - b for a, b in zip(full, idle, strict=True))
     reports = loaded["reports"]
+    during = load.samples[first_sample:] or [os.getloadavg()[0]]
     return {
-        "topology": topology,
+        "topology": topology.name,
+        "load_average": sum(during) / len(during),
         "ingest_reports_per_s": loaded["reports_per_s"],
         "ingest_errors": loaded["errors"],
         "redis_cpu_us_per_report_ingest": ingest_cpu / reports * 1e6,
@@ -216,24 +275,26 @@ def main() -> None:
             "domain": [f"v{i}" for i in range(args.d)],
         }
     )
-    load_before = os.getloadavg()[0]
-    rows = [measure(t, args, config) for t in ("redis", "cluster-1", "cluster-2", "cluster-3")]
+    load = LoadAverage()
+    rows = [measure(t, args, config, load) for t in TOPOLOGIES]
+    load.stop()
     print(
-        f"{os.cpu_count()} CPUs, load average {load_before:.1f} before, "
-        f"{os.getloadavg()[0]:.1f} after; {args.oracle} d={args.d}, batches of {args.batch}, "
-        f"{args.shards} shards, {args.collectors} collectors, {args.workers} workers"
+        f"{os.cpu_count()} CPUs, load average {min(load.samples):.1f}-{max(load.samples):.1f} "
+        f"during the run; {args.oracle} d={args.d}, batches of {args.batch}, {args.shards} "
+        f"shards, {args.collectors} collectors (1 gevent worker each), {args.workers} workers"
     )
     print(
         "CPU in microseconds per report: Redis (all nodes) while ingesting and aggregating, "
         "the collectors, the aggregator workers"
     )
     print(
-        f"{'topology':<10} {'ingest/s':>9} {'aggregate/s':>11} {'redis in':>9} "
+        f"{'topology':<18} {'load':>5} {'ingest/s':>9} {'aggregate/s':>11} {'redis in':>9} "
         f"{'redis agg':>9} {'collector':>9} {'worker':>7} {'bytes/report':>12}"
     )
     for row in rows:
         print(
-            f"{row['topology']:<10} {row['ingest_reports_per_s']:>9,.0f} "
+            f"{row['topology']:<18} {row['load_average']:>5.1f} "
+            f"{row['ingest_reports_per_s']:>9,.0f} "
             f"{row['aggregate_reports_per_s']:>11,.0f} "
             f"{row['redis_cpu_us_per_report_ingest']:>9.2f} "
             f"{row['redis_cpu_us_per_report_aggregate']:>9.2f} "
@@ -241,7 +302,12 @@ def main() -> None:
             f"{row['worker_cpu_us_per_report']:>7.2f} "
             f"{row['redis_bytes_per_report']:>12.1f}"
         )
-    summary = {"args": vars(args), "cpus": os.cpu_count(), "load_before": load_before}
+    summary = {
+        "args": vars(args),
+        "cpus": os.cpu_count(),
+        "worker": "gevent",
+        "load_average": {"min": min(load.samples), "max": max(load.samples)},
+    }
     path = RESULTS / f"cluster_scaling_batch{args.batch}.json"
     path.write_text(json.dumps({**summary, "rows": rows}, indent=2) + "\n")
 

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -42,17 +43,22 @@ INFLATED = 4 * 1024 * 1024
 
 # -- normal clients ------------------------------------------------------------------------
 def _clients(
-    port: int, token: str, body: bytes, threads: int, seconds: float, tag: str, out: Any
+    port: int, tokens: list[str], body: bytes, threads: int, seconds: float, tag: str, out: Any
 ) -> None:
-    head = (
-        "POST /v1/reports HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Authorization: Bearer {token}\r\nContent-Length: {len(body)}\r\nIdempotency-Key: "
-    ).encode()
+    """`threads` clients; client i sends with tokens[i % len(tokens)]."""
+    heads = [
+        (
+            "POST /v1/reports HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Length: {len(body)}\r\nIdempotency-Key: "
+        ).encode()
+        for token in tokens
+    ]
     latencies: list[float] = []
     failures = [0]
     deadline = time.monotonic() + seconds
 
     def client(number: int) -> None:
+        head = heads[number % len(heads)]
         sock = socket.create_connection(("127.0.0.1", port))
         buffer = bytearray()
         sequence = 0
@@ -76,17 +82,20 @@ def _clients(
 
 
 def normal_load(
-    port: int, token: str, body: bytes, clients: int, seconds: float, pids: list[int]
+    port: int, token: str | list[str], body: bytes, clients: int, seconds: float, pids: list[int]
 ) -> dict[str, float]:
     """`clients` keep-alive clients over 2 processes for `seconds`: requests/s, p50, p99, and
-    the workers' CPU per answered request (hostile requests included, if any)."""
+    the workers' CPU per answered request (hostile requests included, if any). With a list of
+    tokens, the clients take them in turn (as installs of several apps)."""
+    tokens = [token] if isinstance(token, str) else token
     cpu_before = cpu_seconds(pids)
     queue: Any = multiprocessing.Queue()
     tag = f"n{time.monotonic_ns()}"
     split = [clients // 2 + clients % 2, clients // 2]
     procs = [
         multiprocessing.Process(
-            target=_clients, args=(port, token, body, n, seconds, f"{tag}-{i}", queue)
+            target=_clients,
+            args=(port, tokens[i::2] or tokens, body, n, seconds, f"{tag}-{i}", queue),
         )
         for i, n in enumerate(split)
         if n
@@ -257,6 +266,37 @@ def hostile_cost(
     }
 
 
+@contextlib.contextmanager
+def serving(redis_url: str, rate_limit: int = 0) -> Iterator[tuple[int, Any]]:
+    """`ldptel collector serve` (2 workers, `rate_limit` requests per token and second, 0 =
+    off) on a free port; yields (port, process) once it is ready, stops it afterwards."""
+    port = free_port()
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
+         "--redis-url", redis_url, "--workers", "2", "--rate-limit", str(rate_limit)],
+        env={**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN}, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=2).ok:
+                    break
+            except requests.RequestException:
+                time.sleep(0.1)
+        yield port, collector
+    finally:
+        collector.terminate()
+        collector.wait(timeout=60)
+
+
+def admin_post(port: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """An admin call (create a campaign or a token); its JSON answer."""
+    answer = requests.post(f"http://127.0.0.1:{port}{path}", json=body,
+                           headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10)  # fmt: skip
+    result: dict[str, Any] = answer.json()
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per measurement")
@@ -266,78 +306,54 @@ def main() -> None:
         {"name": "bench", "oracle": "oue", "epsilon": 1.0, "domain": [f"v{i}" for i in range(64)]}
     )
     results: dict[str, Any] = {"load_average_before": os.getloadavg()}
-    with RedisServer(appendonly=True) as server:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        collector = subprocess.Popen(
-            [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-             "--redis-url", server.url, "--workers", "2", "--rate-limit", "0"],
-            env={**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN}, stderr=subprocess.DEVNULL,
+    with RedisServer(appendonly=True) as server, serving(server.url) as (port, collector):
+        config_id = admin_post(port, "/v1/campaigns", config.to_dict())["config_id"]
+        token = admin_post(port, "/v1/tokens", {"app": "bench"})["token"]
+        body = make_body(config, config_id, 100)
+        seconds = args.seconds
+        pids = workers_of(collector.pid)
+        normal_load(port, token, body, 16, 1.0, pids)  # warm-up: every worker has loaded
+        idle = {pid: rss(pid) for pid in pids}
+        # Quiet and slow runs alternate (3 each): other jobs on the machine change its
+        # speed from one minute to the next.
+        results["quiet"], results["slow"], results["slow_connections"] = [], [], []
+        for _ in range(3):
+            results["quiet"].append(normal_load(port, token, body, 16, seconds, pids))
+            slow, connections = with_hostile(
+                _slow_connections, (port, SLOW),
+                lambda: normal_load(port, token, body, 16, seconds, pids),
+            )  # fmt: skip
+            lifetimes = connections.pop("lifetimes")
+            connections["lived_max_s"] = max(lifetimes, default=0.0)
+            results["slow"].append(slow)
+            results["slow_connections"].append(connections)
+        peaks = dict(idle)
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.02):
+                for pid in peaks:
+                    peaks[pid] = max(peaks[pid], rss(pid))
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        results["bombs"], results["bomb_answers"] = with_hostile(
+            _bombers, (port, token, bombs("bench", config_id), BOMB_SENDERS),
+            lambda: normal_load(port, token, body, 16, seconds, pids),
         )  # fmt: skip
-        try:
-            for _ in range(300):
-                try:
-                    if requests.get(f"{url}/readyz", timeout=2).ok:
-                        break
-                except requests.RequestException:
-                    time.sleep(0.1)
-            admin = {"Authorization": f"Bearer {ADMIN}"}
-            config_id = requests.post(f"{url}/v1/campaigns", json=config.to_dict(),
-                                      headers=admin, timeout=10).json()["config_id"]  # fmt: skip
-            token = requests.post(f"{url}/v1/tokens", json={"app": "bench"}, headers=admin,
-                                  timeout=10).json()["token"]  # fmt: skip
-            body = make_body(config, config_id, 100)
-            seconds = args.seconds
-            pids = workers_of(collector.pid)
-            normal_load(port, token, body, 16, 1.0, pids)  # warm-up: every worker has loaded
-            idle = {pid: rss(pid) for pid in pids}
-            # Quiet and slow runs alternate (3 each): other jobs on the machine change its
-            # speed from one minute to the next.
-            results["quiet"], results["slow"], results["slow_connections"] = [], [], []
-            for _ in range(3):
-                results["quiet"].append(normal_load(port, token, body, 16, seconds, pids))
-                slow, connections = with_hostile(
-                    _slow_connections, (port, SLOW),
-                    lambda: normal_load(port, token, body, 16, seconds, pids),
-                )  # fmt: skip
-                lifetimes = connections.pop("lifetimes")
-                connections["lived_max_s"] = max(lifetimes, default=0.0)
-                results["slow"].append(slow)
-                results["slow_connections"].append(connections)
-            peaks = dict(idle)
-            sampling = threading.Event()
-
-            def sample() -> None:
-                while not sampling.wait(0.02):
-                    for pid in peaks:
-                        peaks[pid] = max(peaks[pid], rss(pid))
-
-            sampler = threading.Thread(target=sample)
-            sampler.start()
-            results["bombs"], results["bomb_answers"] = with_hostile(
-                _bombers, (port, token, bombs("bench", config_id), BOMB_SENDERS),
-                lambda: normal_load(port, token, body, 16, seconds, pids),
-            )  # fmt: skip
-            sampling.set()
-            sampler.join()
-            results["rss_mib"] = {
-                str(pid): {"idle": idle[pid] / 2**20, "peak": peaks[pid] / 2**20} for pid in idle
-            }
-            valid = [gzip.compress(body)]
-            results["cost_valid"] = hostile_cost(pids, port, token, valid, seconds)
-            results["cost_bombs"] = hostile_cost(
-                pids, port, token, bombs("bench", config_id), seconds
-            )
-            results["flood"], results["flood_answers"] = with_hostile(
-                _bombers, (port, token, valid, BOMB_SENDERS),
-                lambda: normal_load(port, token, body, 16, seconds, pids),
-            )  # fmt: skip
-            results["ramp"] = [
-                normal_load(port, token, body, n, seconds, pids) for n in (1, 4, 16, 64)
-            ]
-        finally:
-            collector.terminate()
-            collector.wait(timeout=60)
+        sampling.set()
+        sampler.join()
+        results["rss_mib"] = {
+            str(pid): {"idle": idle[pid] / 2**20, "peak": peaks[pid] / 2**20} for pid in idle
+        }
+        valid = [gzip.compress(body)]
+        results["cost_valid"] = hostile_cost(pids, port, token, valid, seconds)
+        results["cost_bombs"] = hostile_cost(pids, port, token, bombs("bench", config_id), seconds)
+        results["flood"], results["flood_answers"] = with_hostile(
+            _bombers, (port, token, valid, BOMB_SENDERS),
+            lambda: normal_load(port, token, body, 16, seconds, pids),
+        )  # fmt: skip
+        results["ramp"] = [normal_load(port, token, body, n, seconds, pids) for n in (1, 4, 16, 64)]
     results["load_average_after"] = os.getloadavg()
     quiet = float(np.median([run["requests_per_s"] for run in results["quiet"]]))
     results["slow_ratios"] = [

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     pairs = parse_int(args.pairs, "pairs", 1)
     confidence = parse_float(args.confidence, "confidence")
     rng, seed = rng_from_args(args)
-    with ProgressLine(sys.stderr, f"auditing {oracle.name}") as progress:
+    with ProgressLine(sys.stderr, f"auditing {oracle.name}", machine_output=args.json) as progress:
         result = audit(
             oracle,
             rng,

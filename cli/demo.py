@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.cli.progress import shows_progress
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
@@ -104,18 +105,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 class Stage:
-    """A tqdm progress bar on stderr for one stage of the demo; `TIMINGS` keeps its seconds."""
+    """One stage of the demo: a tqdm progress bar on stderr where progress is shown (a
+    terminal, no --json: cli/progress.py); `TIMINGS` keeps its seconds."""
 
     TIMINGS: ClassVar[dict[str, float]] = {}
 
-    def __init__(self, description: str, total: int | None = None, unit: str = "it") -> None:
+    def __init__(
+        self, description: str, show: bool, total: int | None = None, unit: str = "it"
+    ) -> None:
         from tqdm import tqdm
 
         self.description = description
         self.started = time.perf_counter()
         self.bar = tqdm(
             total=total, desc=f"{description:<22}", unit=unit, unit_scale=True, file=sys.stderr,
-            leave=True, dynamic_ncols=True,
+            leave=True, dynamic_ncols=True, disable=not show,
         )  # fmt: skip
         self.lock = threading.Lock()
 
@@ -199,9 +203,9 @@ def post_reports(
         stage.advance(accepted)
         return accepted
 
-    with ThreadPoolExecutor(THREADS) as pool:
+    with worker_pool() as pool:
         futures = [pool.submit(send, start, s) for start, s in zip(starts, seeds, strict=True)]
-        return sum(wait_all(futures))
+        return sum(future.result() for future in futures)
 
 
 def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stage) -> None:
@@ -221,27 +225,24 @@ def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stag
 
     with (
         tempfile.TemporaryDirectory(prefix="ldptel-demo-users-") as root,
-        ThreadPoolExecutor(THREADS) as pool,
+        worker_pool() as pool,
     ):
-        try:
-            futures = [pool.submit(one_user, root, u, label) for u, label in enumerate(labels)]
-            wait_all(futures)
-        except BaseException:
-            # Ctrl-C while the users are still being submitted (before wait_all): leaving the
-            # pool would otherwise run every queued user first.
-            pool.shutdown(cancel_futures=True)
-            raise
-
-
-def wait_all(futures: list[Future[Any]]) -> list[Any]:
-    """The futures' results; on an error or Ctrl-C the ones not started yet are cancelled, so
-    leaving the pool waits only for the few running ones."""
-    try:
-        return [future.result() for future in futures]
-    except BaseException:
+        futures = [pool.submit(one_user, root, u, label) for u, label in enumerate(labels)]
         for future in futures:
-            future.cancel()
+            future.result()
+
+
+@contextmanager
+def worker_pool() -> Iterator[ThreadPoolExecutor]:
+    """THREADS threads; on an error or Ctrl-C anywhere inside (while tasks are submitted too)
+    the tasks not started yet are cancelled, so leaving waits only for the few running ones."""
+    pool = ThreadPoolExecutor(THREADS)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
+    pool.shutdown(wait=True)
 
 
 def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
@@ -277,8 +278,8 @@ def run(args: argparse.Namespace) -> int:
         return _demo(args, campaign, stack)
 
 
-def _step(description: str, action: Callable[[], Any]) -> Any:
-    stage = Stage(description, total=1)
+def _step(description: str, show: bool, action: Callable[[], Any]) -> Any:
+    stage = Stage(description, show, total=1)
     try:
         result = action()
         stage.advance()
@@ -297,12 +298,13 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
     from ldptel.aggregator.worker import Worker
-    from ldptel.cli.report import write_page
+    from ldptel.cli.report import write_output
     from ldptel.collector import create_app
     from ldptel.store.redis_server import RedisServer
     from ldptel.store.registry import Registry
 
-    server = _step("starting redis-server", lambda: RedisServer(appendonly=False).start())
+    show = shows_progress(sys.stderr, machine_output=args.json)
+    server = _step("starting redis-server", show, lambda: RedisServer(appendonly=False).start())
     stack.callback(server.cleanup)
     admin_token = secrets.token_urlsafe(32)
     app = create_app({"redis_url": server.url, "admin_token": admin_token, "rate_limit": 0})
@@ -312,7 +314,9 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
 
     names = campaign["domain"]
     created = _step(
-        "registering campaign", lambda: admin_post(base_url, "/v1/campaigns", admin_token, campaign)
+        "registering campaign",
+        show,
+        lambda: admin_post(base_url, "/v1/campaigns", admin_token, campaign),
     )
     config = {**campaign, "config_id": created["config_id"]}
     token = admin_post(base_url, "/v1/tokens", admin_token, {"app": ADMIN_APP})["token"]
@@ -321,12 +325,12 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     values = zipf_values(args.n, args.domain_size, args.zipf_exponent, rng)
     true_counts = np.bincount(values, minlength=args.domain_size).tolist()
     sdk_users = args.sdk_users
-    stage = Stage("users via the SDK", total=sdk_users, unit="user")
+    stage = Stage("users via the SDK", show, total=sdk_users, unit="user")
     try:
         report_through_sdk(base_url, token, [names[v] for v in values[:sdk_users]], stage)
     finally:
         stage.close()
-    stage = Stage("users posting reports", total=args.n - sdk_users, unit="report")
+    stage = Stage("users posting reports", show, total=args.n - sdk_users, unit="report")
     try:
         post_reports(base_url, token, config, values[sdk_users:], args.seed, stage)
     finally:
@@ -334,13 +338,13 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
 
     client = redis.Redis.from_url(server.url)
     stack.callback(client.close)
-    stage = Stage("aggregating", total=args.n, unit="report")
+    stage = Stage("aggregating", show, total=args.n, unit="report")
     try:
         Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
     finally:
         stage.close()
 
-    stage = Stage("building the report", total=1)
+    stage = Stage("building the report", show, total=1)
     try:
         registry = Registry(client)
         window = list_windows(client, registry, CAMPAIGN)[-1]
@@ -353,7 +357,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     for report in document["reports"]:
         for item in report["items"]:
             item["true_count"] = true_counts[item["index"]]
-    write_page(Path(args.html), render_html(document))
+    write_output(Path(args.html), render_html(document), "html")
     if args.json:
         print(to_json(document, indent=2))
     else:

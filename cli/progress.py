@@ -1,4 +1,8 @@
-"""A one-line progress indicator for long CLI work (stderr, terminals only)."""
+"""Progress for long CLI work: on stderr, on terminals only.
+
+A progress bar is for a person watching a terminal. Into a pipe or a file it would only be
+carriage-return noise in someone's log, and beside `--json` a program is the reader, so
+`shows_progress` is false in both cases and nothing is written."""
 
 from __future__ import annotations
 
@@ -6,14 +10,21 @@ import time
 from typing import TextIO
 
 
-class ProgressLine:
-    """A one-line progress indicator on a terminal (nothing when output is not a TTY)."""
+def shows_progress(stream: TextIO, machine_output: bool = False) -> bool:
+    """Whether progress may be drawn on `stream`: a terminal, and no --json output."""
+    return stream.isatty() and not machine_output
 
-    def __init__(self, stream: TextIO, label: str, interval: float = 0.25) -> None:
+
+class ProgressLine:
+    """A one-line progress indicator on a terminal (nothing otherwise, see shows_progress)."""
+
+    def __init__(
+        self, stream: TextIO, label: str, interval: float = 0.25, *, machine_output: bool = False
+    ) -> None:
         self.stream = stream
         self.label = label
         self.interval = interval
-        self.active = stream.isatty()
+        self.active = shows_progress(stream, machine_output)
         self.shown = False
         self.last = 0.0
 

@@ -1,9 +1,10 @@
 """`ldptel report CAMPAIGN`: a window's estimates, built from the current window state, as a
-table for people, JSON for machines, or a self-contained HTML page."""
+table for people, JSON for machines, CSV for spreadsheets, or a self-contained HTML page."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ldptel.cli.aggregator import (
@@ -27,18 +28,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the window document as JSON")
     output.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    output.add_argument(
+        "--csv",
+        metavar="FILE",
+        help="write every item's counts and proportions as CSV ('-' for stdout)",
+    )
     add_report_arguments(parser)
 
 
-def write_page(path: Path, page: str) -> None:
-    """Write an HTML page; a path that cannot be written is a one-line error."""
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write a report file; a path that cannot be written is a one-line error naming the
+    option that gave it."""
     try:
-        path.write_text(page, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise ParameterError("html", f"cannot write {path}: {error.strerror}") from None
+        raise ParameterError(option, f"cannot write {path}: {error.strerror}") from None
 
 
 def run(args: argparse.Namespace) -> int:
+    from ldptel.aggregator.csv_export import render_csv
     from ldptel.aggregator.html import render_html
     from ldptel.aggregator.model import to_json
     from ldptel.aggregator.report import build_window, list_windows
@@ -66,8 +74,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(to_json(document, indent=2))
     elif args.html:
-        write_page(Path(args.html), render_html(document))
+        write_output(Path(args.html), render_html(document), "html")
         print(f"wrote {args.html}")
+    elif args.csv == "-":
+        sys.stdout.write(render_csv(document))
+    elif args.csv:
+        write_output(Path(args.csv), render_csv(document), "csv")
+        print(f"wrote {args.csv}")
     else:
         print(format_window(document))
     return 0

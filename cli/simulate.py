@@ -108,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_planner(oracle, args)
     n, top, exponent, rng, seed = _simulation_inputs(args)
     counts = true_counts(n, oracle.domain_size, rng, args.distribution, exponent)
-    with ProgressLine(sys.stderr, f"simulating {oracle.name}") as progress:
+    with ProgressLine(
+        sys.stderr, f"simulating {oracle.name}", machine_output=args.json
+    ) as progress:
         result = simulate(oracle, counts, rng, progress.update)
     header: dict[str, Any] = {
         "oracle": oracle.name,

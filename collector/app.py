@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from flask import Flask, Request, Response, g, jsonify, request
@@ -20,7 +20,14 @@ from werkzeug.exceptions import HTTPException
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import LdptelError
 from ldptel.collector import metrics
-from ldptel.collector.auth import IngestAuth, RateLimit, check_admin, create_token
+from ldptel.collector.auth import (
+    Caller,
+    IngestAuth,
+    RateLimit,
+    RefusalLimit,
+    check_admin,
+    create_token,
+)
 from ldptel.collector.body import (
     check_headers,
     gunzip_capped,
@@ -39,6 +46,7 @@ from ldptel.store import logs
 from ldptel.store.connection import connect as redis_connect
 from ldptel.store.registry import CampaignRetiredError, Registry
 
+T = TypeVar("T")
 ACCESS_LOG = logging.getLogger("ldptel.collector.access")
 ERROR_LOG = logging.getLogger("ldptel.collector")
 EXTENSION = "ldptel.collector"
@@ -68,11 +76,16 @@ class Collector:
         self.redis = connect(config)
         self.registry = Registry(self.redis, cache_seconds=config.registry_cache_seconds)
         self.auth = IngestAuth(self.redis, cache_seconds=config.token_cache_seconds)
+        rate_limit = RateLimit(config.rate_limit, config.rate_limit_seconds)
+        self.refusals = RefusalLimit(self.redis, rate_limit)
         self.ingestor = Ingestor(
             self.redis,
             self.registry,
             idempotency_seconds=config.idempotency_seconds,
-            rate_limit=RateLimit(config.rate_limit, config.rate_limit_seconds),
+            rate_limit=rate_limit,
+            wait_replicas=config.redis_wait_replicas,
+            wait_timeout_seconds=config.redis_wait_timeout_seconds,
+            retry_after_seconds=config.retry_after_seconds,
         )
         self.openapi = resources.files("ldptel.collector").joinpath("openapi.yaml").read_bytes()
 
@@ -114,6 +127,19 @@ class Collector:
         if batch.campaign != name:
             raise bad_request("campaign", "must appear once, as a plain string")
         return batch
+
+    def refused_if_failing(self, caller: Caller, step: Callable[[], T]) -> T:
+        """`step()`; an ApiError it raises is a refused request of the caller's token, counted
+        against its RefusalLimit (if Redis cannot count it, the request is still answered
+        with its own error, not a 503)."""
+        try:
+            return step()
+        except ApiError:
+            try:
+                self.refusals.count(caller.token_hash)
+            except (redis.RedisError, RedisClusterException):
+                metrics.REDIS_ERRORS.inc()
+            raise
 
     def _head_limit(self, head: bytes) -> int:
         """The inflation cap once the first inflated bytes are known (gunzip_capped)."""
@@ -340,10 +366,13 @@ def _register_reports(app: Flask) -> None:
         encoding = collector.check_body_headers(req)
         key = check_idempotency_key(headers.get("Idempotency-Key"))
         caller = collector.auth.caller(headers.get("Authorization"))
-        batch = collector.batch_body(encoding)
+        collector.refusals.check(caller.token_hash)  # 429 before the body is touched
+        batch = collector.refused_if_failing(caller, lambda: collector.batch_body(encoding))
         log.update(campaign=batch.campaign, reports=len(batch.reports))
         try:
-            stored = collector.ingestor.store(batch, key, caller.token_hash)
+            valid = collector.refused_if_failing(caller, lambda: collector.ingestor.validate(batch))
+            # Counted by the ingest script, whatever its answer.
+            stored = collector.ingestor.append(valid, key, caller.token_hash)
         except ApiError as error:
             metrics.REPORTS_REJECTED.labels(error.code).inc(len(batch.reports))
             raise

@@ -96,16 +96,66 @@ class RateLimit:
     def per_shard(self, shards: int) -> int:
         return -(-self.limit // shards)
 
-    def exceeded(self, now: float) -> ApiError:
+    def exceeded(self, now: float, what: str = "requests") -> ApiError:
         """The 429 answer, with Retry-After = seconds until the next window."""
         retry_after = max(1, (self.window(now) + 1) * self.seconds - int(now))
         return ApiError(
             429,
             "Authorization",
-            f"rate limit of {self.limit} requests per {self.seconds} s exceeded",
+            f"rate limit of {self.limit} {what} per {self.seconds} s exceeded",
             code="rate_limited",
             headers={"Retry-After": str(retry_after)},
         )
+
+
+# KEYS[1] the counter, ARGV[1] its expiry (s); returns the count.
+_COUNT = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+"""
+
+
+class RefusalLimit:
+    """The rate limit of an ingest token's refused requests: those answered 4xx before the
+    ingest script counts them (a gzip bomb or oversized body, bad JSON, a bad batch or report,
+    an unknown campaign). Without it a token could send such requests without limit, each
+    costing a worker a gunzip, a parse or a validation, and starve other tokens' clients.
+
+    At most `limit` refused requests per token per window; past that, every request of the
+    token is answered 429 before its body is gunzipped or parsed, until the window ends. Each
+    refusal is one INCR in Redis (the count across workers); a worker remembers a token that
+    passed the limit itself, so the check costs no Redis call and a valid request none at all.
+    Requests already past the check when the count reaches the limit are still processed, and
+    a worker learns of the exhaustion at its own next refusal: per window, at most `limit` plus
+    about one refusal per connection the token has open at that moment.
+    """
+
+    def __init__(
+        self, redis: Any, limit: RateLimit, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.limit = limit
+        self.clock = clock
+        self._count = redis.register_script(_COUNT)
+        #: token hash -> the window in which it passed the limit
+        self._exhausted: dict[str, int] = {}
+
+    def check(self, token_hash: str) -> None:
+        """429 if the token passed its refusal limit in the current window."""
+        now = self.clock()
+        if self._exhausted.get(token_hash) == self.limit.window(now):
+            raise self.limit.exceeded(now, "refused requests")
+
+    def count(self, token_hash: str) -> None:
+        """Count one refused request of the token (nothing when the rate limit is off)."""
+        if not self.limit.limit:
+            return
+        window = self.limit.window(self.clock())
+        key = keys.refused(token_hash, window)
+        if int(self._count(keys=[key], args=[self.limit.seconds + 1])) >= self.limit.limit:
+            if len(self._exhausted) >= MAX_CACHED_TOKENS:
+                self._exhausted = {t: w for t, w in self._exhausted.items() if w == window}
+            self._exhausted[token_hash] = window
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,11 @@ def bad_request(field: str, reason: str, code: str = "invalid") -> ApiError:
     return ApiError(400, field, reason, code=code)
 
 
-def unavailable(retry_after: int) -> ApiError:
-    """Redis is unreachable: the batch was not stored; the client should retry later."""
-    return ApiError(
-        503,
-        "redis",
-        "storage unavailable, retry later",
-        code="redis_unavailable",
-        headers={"Retry-After": str(retry_after)},
-    )
+def unavailable(
+    retry_after: int,
+    reason: str = "storage unavailable, retry later",
+    *,
+    code: str = "redis_unavailable",
+) -> ApiError:
+    """The batch is not (or not durably enough) stored: the client should retry later."""
+    return ApiError(503, "redis", reason, code=code, headers={"Retry-After": str(retry_after)})

@@ -23,9 +23,9 @@ from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.collector.auth import RateLimit
-from ldptel.collector.errors import ApiError, bad_request
+from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.store import codec, keys
-from ldptel.store.connection import RedisClient
+from ldptel.store.connection import RedisClient, eval_and_wait
 from ldptel.store.registry import Registry
 
 # Matched with fullmatch: `$` would also match before a trailing newline.
@@ -47,8 +47,9 @@ FIELD_SLACK_BYTES = 16
 # ARGV: 1 n, 2 mark expiry (unix s), 3 window start (ms), 4 rate limit of this shard
 # (0 = none), 5 counter expiry (s), 6 the batch's digest, 7... the entry's field/value pairs
 # (ldptel.store.codec).
-# Returns {0, n} stored, {1, n} a duplicate of a stored batch, {2, count} over the rate limit,
-# {3, n} the key already marks a different batch (its digest differs).
+# Returns {0, n} stored, {1, n} a duplicate of a stored batch (its mark written again), {2,
+# count} over the rate limit, {3, n} the key already marks a different batch (its digest
+# differs).
 # The mark is "<n>:<digest>"; a mark of an older collector ("<n>", no digest) matches any batch.
 # Every request that reaches the script counts against the limit, retries included.
 # The entry id is <window start ms>-0, or, when the stream's last id is already at or past
@@ -68,10 +69,13 @@ end
 local seen = redis.call('GET', KEYS[1])
 if seen then
   local colon = string.find(seen, ':', 1, true)
-  if not colon then return {1, seen} end
-  local n = string.sub(seen, 1, colon - 1)
-  if string.sub(seen, colon + 1) ~= ARGV[6] then return {3, n} end
-  return {1, n}
+  if colon and string.sub(seen, colon + 1) ~= ARGV[6] then
+    return {3, string.sub(seen, 1, colon - 1)}
+  end
+  -- Written again (same value and expiry) so that a WAIT after this script covers the
+  -- batch: WAIT counts the writes of its own connection, and another one stored the batch.
+  redis.call('SET', KEYS[1], seen, 'KEEPTTL')
+  return {1, colon and string.sub(seen, 1, colon - 1) or seen}
 end
 local function split(stream_id)
   local dash = string.find(stream_id, '-', 1, true)
@@ -220,6 +224,17 @@ def batch_digest(entry: codec.StreamEntry) -> str:
 
 
 @dataclass(frozen=True)
+class ValidBatch:
+    """A batch whose every report its campaign's active config validated, packed."""
+
+    campaign: str
+    config: CampaignConfig
+    n: int
+    packed: bytes
+    level: str
+
+
+@dataclass(frozen=True)
 class Stored:
     accepted: int
     duplicate: bool
@@ -235,10 +250,17 @@ class Ingestor:
         *,
         idempotency_seconds: int,
         rate_limit: RateLimit = NO_RATE_LIMIT,
+        wait_replicas: int = 0,
+        wait_timeout_seconds: float = 1.0,
+        retry_after_seconds: int = 1,
     ) -> None:
+        self.redis = redis
         self.registry = registry
         self.idempotency_seconds = idempotency_seconds
         self.rate_limit = rate_limit
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = max(1, round(wait_timeout_seconds * 1000))
+        self.retry_after_seconds = retry_after_seconds
         self._ingest = redis.register_script(_INGEST)
         self._forms: dict[tuple[str, str], ReportForm] = {}
         self._largest: tuple[float, int] = (0.0, 0)
@@ -306,11 +328,10 @@ class Ingestor:
             raise ApiError(409, "config_id", "unknown config", code="unknown_config")
         return active
 
-    def store(
-        self, batch: Batch, idempotency_key: str, token_hash: str, *, now: float | None = None
-    ) -> Stored:
-        """Validate every report with the oracle, then count the token's request and append
-        the batch; 400 on a bad report, 429 over the rate limit."""
+    def validate(self, batch: Batch) -> ValidBatch:
+        """Check the batch against its campaign's active config and validate every report
+        with the oracle; 404/409 for a campaign or config that takes no batch, 400 on a bad
+        report."""
         config = self.active_config(batch)
         oracle = level_oracle(self.registry, config, batch.level)
         self.report_form(batch.config_id, batch.level, oracle).check(batch.reports)
@@ -321,26 +342,35 @@ class Ingestor:
         except (TypeError, ValueError, OverflowError, KeyError, IndexError) as error:
             # An oracle's decoder should raise ReportError; never let odd input become a 500.
             raise bad_request("reports", "malformed report", code="invalid_report") from error
+        return ValidBatch(batch.campaign, config, len(batch.reports), packed, batch.level)
+
+    def append(
+        self, batch: ValidBatch, idempotency_key: str, token_hash: str, *, now: float | None = None
+    ) -> Stored:
+        """Count the token's request and append the batch, once (the ingest script); 429 over
+        the rate limit, 422 for a key already used for a different batch."""
+        config = batch.config
         now = time.time() if now is None else now
         window = config.window_of(now)
         shard = shard_of(idempotency_key, config.shards)
         expires = window + config.window_seconds + self.idempotency_seconds
-        n = len(batch.reports)
-        entry = codec.StreamEntry(batch.config_id, window, n, packed, batch.level)
+        entry = codec.StreamEntry(config.config_id, window, batch.n, batch.packed, batch.level)
         limit = self.rate_limit
-        outcome, count = self._ingest(
-            keys=[
-                keys.idempotency(batch.campaign, shard, idempotency_key),
-                keys.stream(batch.campaign, shard),
-                keys.rate(batch.campaign, shard, token_hash, limit.window(now)),
-                keys.checkpoint(batch.campaign, shard),
-            ],
-            args=[
-                n, expires, window * 1000,
-                limit.per_shard(config.shards) if limit.limit else 0, limit.seconds + 1,
-                batch_digest(entry), *codec.flat(entry),
-            ],
-        )  # fmt: skip
+        script_keys = [
+            keys.idempotency(batch.campaign, shard, idempotency_key),
+            keys.stream(batch.campaign, shard),
+            keys.rate(batch.campaign, shard, token_hash, limit.window(now)),
+            keys.checkpoint(batch.campaign, shard),
+        ]
+        script_args = [
+            batch.n, expires, window * 1000,
+            limit.per_shard(config.shards) if limit.limit else 0, limit.seconds + 1,
+            batch_digest(entry), *codec.flat(entry),
+        ]  # fmt: skip
+        if self.wait_replicas:
+            outcome, count = self._run_and_wait(script_keys, script_args)
+        else:
+            outcome, count = self._ingest(keys=script_keys, args=script_args)
         if outcome == 2:
             raise limit.exceeded(now)
         if outcome == 3:
@@ -351,3 +381,29 @@ class Ingestor:
                 code="idempotency_key_reused",
             )
         return Stored(accepted=int(count), duplicate=bool(outcome))
+
+    def store(
+        self, batch: Batch, idempotency_key: str, token_hash: str, *, now: float | None = None
+    ) -> Stored:
+        """validate, then append."""
+        return self.append(self.validate(batch), idempotency_key, token_hash, now=now)
+
+    def _run_and_wait(self, script_keys: list[str], script_args: list[Any]) -> list[int]:
+        """The ingest script, then WAIT for `wait_replicas` replicas: 503 unless the batch
+        (stored now, or before: the script rewrites a duplicate's mark) reached them. The
+        batch stays stored on the master; the client's retry under its key is a duplicate."""
+        result, replicas = eval_and_wait(
+            self.redis,
+            self._ingest,
+            script_keys,
+            script_args,
+            replicas=self.wait_replicas,
+            timeout_ms=self.wait_timeout_ms,
+        )
+        if result[0] in (0, 1) and replicas < self.wait_replicas:
+            raise unavailable(
+                self.retry_after_seconds,
+                f"not yet copied to {self.wait_replicas} replica(s), retry later",
+                code="replication_timeout",
+            )
+        return [int(value) for value in result]

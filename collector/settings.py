@@ -96,9 +96,15 @@ class CollectorConfig:
     registry_cache_seconds: float = 1.0
     #: Cache-Control max-age of GET /v1/campaigns/<name>.
     config_max_age: int = 60
-    #: Retry-After (seconds) sent with 503 when Redis is unreachable.
+    #: Retry-After (seconds) sent with 503 when Redis is unreachable or replication is slow.
     retry_after_seconds: int = 1
     redis_socket_timeout: float = 5.0
+    #: A 202 waits until this many replicas of the shard's master acknowledged the batch
+    #: (Redis WAIT), else the answer is 503 and the client retries under the same key
+    #: (0 = off: acknowledged once on the master; replication is asynchronous).
+    redis_wait_replicas: int = 0
+    #: How long a request waits for those replicas (must be shorter than the socket timeout).
+    redis_wait_timeout_seconds: float = 1.0
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> CollectorConfig:
@@ -126,6 +132,12 @@ class CollectorConfig:
             raise ParameterError("token_cache_seconds", "must be >= 0 (0 disables the cache)")
         if self.rate_limit < 0:
             raise ParameterError("rate_limit", "must be >= 0 (0 disables it)")
+        if self.redis_wait_replicas < 0:
+            raise ParameterError("redis_wait_replicas", "must be >= 0 (0 disables WAIT)")
+        if not 0 < self.redis_wait_timeout_seconds < self.redis_socket_timeout:
+            raise ParameterError(
+                "redis_wait_timeout_seconds", "must be > 0 and < redis_socket_timeout"
+            )
         if self.idempotency_seconds < DAY:
             raise ParameterError("idempotency_seconds", f"must be >= {DAY} (a day)")
         return self

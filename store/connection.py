@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
-from redis.exceptions import AskError, RedisClusterException, TryAgainError
+from redis.commands.core import Script
+from redis.exceptions import AskError, NoScriptError, RedisClusterException, TryAgainError
 
 from ldptel.client.errors import ParameterError
 
@@ -27,6 +29,12 @@ REDIS_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, RedisClusterExcep
 #: A slot moved or is moving (resharding, failover): the command was not run (MovedError is
 #: an AskError; TRYAGAIN answers multi-key commands during a migration).
 SLOT_MOVED_ERRORS: tuple[type[Exception], ...] = (AskError, TryAgainError)
+#: What a node answers while its slot fails over: moved, or the node gone.
+FAILOVER_ERRORS: tuple[type[Exception], ...] = (
+    *SLOT_MOVED_ERRORS,
+    redis.ConnectionError,
+    redis.TimeoutError,
+)
 
 #: What `connect` returns: one server's client or a cluster's; both speak the commands the
 #: store uses (keys of one operation share a hash tag, so a cluster runs them on one node).
@@ -104,3 +112,40 @@ def refresh_slots(client: RedisClient) -> None:
     """Re-read a cluster's slot map (after MOVED/ASK); nothing to do for one server."""
     if isinstance(client, RedisCluster):
         client.nodes_manager.initialize()
+
+
+def eval_and_wait(
+    client: RedisClient,
+    script: Script,
+    keys: Sequence[str],
+    args: Sequence[Any],
+    *,
+    replicas: int,
+    timeout_ms: int,
+) -> tuple[Any, int]:
+    """Run `script`, then WAIT up to `timeout_ms` for `replicas` replicas; returns the
+    script's reply and how many replicas acknowledged every write so far.
+
+    Both go in one round trip on one connection to the master of `keys[0]`'s slot: WAIT
+    counts the writes of its own connection (a cluster client would send it to every node,
+    on other connections). After MOVED or a lost connection (a failover) the slot map is
+    read again and the pair sent once more; a second failure is raised.
+    """
+    moved = False
+    while True:
+        node = node_client(client, keys[0])
+        pipe = node.pipeline(transaction=False)
+        pipe.evalsha(script.sha, len(keys), *keys, *args)
+        pipe.wait(replicas, timeout_ms)
+        try:
+            reply, acknowledged = pipe.execute()
+        except NoScriptError:  # a new or restarted master: load it, then run again
+            node.script_load(script.script)
+            continue
+        except FAILOVER_ERRORS:
+            refresh_slots(client)
+            if moved:
+                raise
+            moved = True
+            continue
+        return reply, int(acknowledged)

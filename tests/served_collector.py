@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,16 +54,21 @@ def served(
     workers: int = 2,
     body_timeout: float = 10.0,
     port: int | None = None,
+    rate_limit: int = 0,
+    rate_limit_seconds: int = 1,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Served]:
-    """`ldptel collector serve` on loopback (a free port unless given); stopped (SIGTERM, then
-    SIGKILL after 30 s) on exit, unless it is gone already."""
+    """`ldptel collector serve` on loopback (a free port unless given), without a rate limit
+    unless given, with `env` added to its environment; stopped (SIGTERM, then SIGKILL after
+    30 s) on exit, unless it is gone already."""
     port = port or free_port()
     log_path = tmp_path / f"collector-{port}.log"
-    env = {**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN_TOKEN}
+    env = {**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN_TOKEN,
+           "LDPTEL_RATE_LIMIT_SECONDS": str(rate_limit_seconds), **(env or {})}  # fmt: skip
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-             "--redis-url", redis_url, "--workers", str(workers), "--rate-limit", "0",
+             "--redis-url", redis_url, "--workers", str(workers), "--rate-limit", str(rate_limit),
              "--body-timeout", str(body_timeout)],
             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip

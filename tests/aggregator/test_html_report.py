@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from stream_entries import make_config, register, simulate
 
-from ldptel.aggregator.html import nice_step, render_html
+from ldptel.aggregator.html import axis_title, nice_step, render_html
 from ldptel.aggregator.report import ReportOptions, build_window
 from ldptel.aggregator.worker import Worker
 from ldptel.store.registry import Registry
@@ -37,6 +37,8 @@ def test_the_page_is_self_contained_and_escapes_labels(document: dict[str, Any])
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert "&lt;profile&gt;" in page and "<profile>" not in page
     assert "<svg" in page and page.count('class="bar ') == 6
+    assert '<text class="axis-title"' in page
+    assert axis_title(0.95) == ("estimated count of reports per item, with 95% confidence interval")
 
 
 def test_a_window_without_enough_reports_shows_the_status(redis_client: Any) -> None:
@@ -80,6 +82,24 @@ def test_chromium_renders_the_chart_and_the_numbers(
                 assert row.locator("td.estimate").inner_text() == f"{item['estimate']:,.0f}"
                 assert row.locator("td.consistent").inner_text() == f"{item['consistent']:,.0f}"
             assert "differentially private" in page.locator(".privacy").inner_text()
+            # The x axis says what the numbers are, inside the drawn chart.
+            title = page.locator("svg.chart text.axis-title")
+            assert title.text_content() == axis_title(0.95)
+            chart_box, title_box = page.locator("svg.chart").bounding_box(), title.bounding_box()
+            assert chart_box is not None and title_box is not None
+            assert title_box["y"] + title_box["height"] <= chart_box["y"] + chart_box["height"]
+            # Without colour (grayscale, or colour blindness): significant bars are solid and
+            # the others white with a dashed outline, so the two never look alike.
+            styles = bars.evaluate_all(
+                "bars => bars.map(b => { const s = getComputedStyle(b);"
+                " return [b.classList.contains('significant'), s.fill, s.strokeDasharray]; })"
+            )
+            kinds = {(significant, fill, dashes) for significant, fill, dashes in styles}
+            assert {k[0] for k in kinds} == {True, False}  # the data has both kinds
+            assert kinds == {
+                (True, "rgb(31, 79, 176)", "none"),
+                (False, "rgb(255, 255, 255)", "4px, 2px"),
+            }
             page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()

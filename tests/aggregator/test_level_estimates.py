@@ -4,6 +4,8 @@ level actually used, and reports that show the levels."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from scipy import stats
 from stream_entries import make_config, register
 
+from ldptel.aggregator.csv_export import render_csv
 from ldptel.aggregator.html import render_html
 from ldptel.aggregator.report import (
     NOT_ENOUGH,
@@ -231,11 +234,18 @@ def test_an_empty_window_of_a_leveled_campaign_says_not_enough_reports(
     assert "not enough reports" in format_window(document)
 
 
-def test_html_and_table_show_the_levels(redis_client: Any) -> None:
+def test_html_table_and_csv_show_the_levels(redis_client: Any) -> None:
     document = run(redis_client, leveled(), {"high": 3000, "medium": 2000, "low": 500})
 
     page = render_html(document)
     text = format_window(document)
+    rows = list(csv.DictReader(io.StringIO(render_csv(document))))
+
+    domain = len(document["reports"][0]["items"])
+    assert [(row["level"], row["combined"]) for row in rows[::domain]] == [
+        ("", "true"), *((level, "false") for level in LEVELS)
+    ]  # fmt: skip
+    assert len(rows) == domain * (1 + len(LEVELS))
 
     assert page.count('data-combined="true"') == 1
     for level in LEVELS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import signal
 import subprocess
@@ -20,6 +22,9 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))
 from stream_entries import make_config, register, simulate
 
 WINDOW = 1_700_006_400
+#: CSV proportion column -> the count it divides by n
+PROPORTIONS = {"proportion": "estimate", "proportion_stderr": "stderr",
+               "proportion_ci_low": "ci_low", "proportion_ci_high": "ci_high"}  # fmt: skip
 
 
 @pytest.fixture
@@ -58,6 +63,47 @@ def test_aggregator_run_once_then_report_as_table_json_and_html(
     assert capsys.readouterr().out.startswith(f"{WINDOW}  2023-11-15T00:00:00Z")
 
 
+def test_the_csv_report_holds_the_json_reports_numbers_and_their_proportions(
+    campaign: Any, redis_url: str, capsys: Any, tmp_path: Path
+) -> None:
+    report = ["report", campaign.name, "--redis-url", redis_url]
+    assert main(["aggregator", "run", "--once", "--quiet", "--redis-url", redis_url]) == 0
+    capsys.readouterr()
+    assert main([*report, "--json"]) == 0
+    (expected,) = from_json(capsys.readouterr().out)["reports"]
+    assert main([*report, "--csv", "-"]) == 0
+    printed = capsys.readouterr().out
+    written = tmp_path / "r.csv"
+    assert main([*report, "--csv", str(written)]) == 0
+    assert capsys.readouterr().out == f"wrote {written}\n"
+    assert written.read_text() == printed
+
+    rows = list(csv.DictReader(io.StringIO(printed)))
+    # Every item once, largest estimate first, with the JSON's numbers to the last bit.
+    assert [row["item"] for row in rows] == [
+        item["item"] for item in sorted(expected["items"], key=lambda i: -i["estimate"])
+    ]
+    items: dict[str, Any] = {item["item"]: item for item in expected["items"]}
+    n = expected["n"]
+    for row in rows:
+        item = items[row["item"]]
+        assert (row["campaign"], row["config_id"], row["level"], row["combined"]) == (
+            campaign.name, expected["config_id"], "", "false"
+        )  # fmt: skip
+        assert (row["window_start"], int(row["n"]), float(row["epsilon"])) == (
+            expected["window"]["start"], n, expected["epsilon"]
+        )  # fmt: skip
+        assert int(row["index"]) == item["index"]
+        assert row["significant"] == str(item["significant"]).lower()
+        for column in ("estimate", "stderr", "ci_low", "ci_high", "consistent"):
+            assert float(row[column]) == item[column]
+        for column, count in PROPORTIONS.items():
+            assert float(row[column]) == item[count] / n
+    assert sum(float(row["proportion"]) for row in rows) == pytest.approx(
+        sum(item["estimate"] for item in expected["items"]) / n
+    )
+
+
 def test_report_errors_are_one_line(redis_client: Any, redis_url: str, capsys: Any) -> None:
     assert main(["report", "nope", "--redis-url", redis_url]) == 2
     assert "unknown campaign" in capsys.readouterr().err
@@ -78,6 +124,9 @@ def test_report_errors_are_one_line(redis_client: Any, redis_url: str, capsys: A
         "ldptel report: error: html: cannot write /nonexistent/dir/r.html: "
         "No such file or directory\n"
     )
+    unwritable = ["--window", "2023-11-15", "--csv", "/nonexistent/dir/r.csv"]
+    assert main(["report", "screens", *unwritable, "--redis-url", redis_url]) == 2
+    assert capsys.readouterr().err.startswith("ldptel report: error: csv: cannot write ")
 
     assert main(["report", "screens", "--redis-url", "redis://127.0.0.1:1/0"]) == 2
     (line,) = capsys.readouterr().err.splitlines()

@@ -10,13 +10,16 @@ import threading
 import time
 from pathlib import Path
 
-from ldptel_command import ldptel, one_line_error
+from ldptel_command import ldptel, one_line_error, open_terminal, terminal_chunks
 
 
 def test_a_tiny_demo_says_not_enough_reports(tmp_path: Path) -> None:
     done = ldptel("demo", "--n", "10", "--html", str(tmp_path / "tiny.html"))
 
     assert done.returncode == 0, done.stderr
+    # stderr is a pipe: no progress bars, only the stages' timings in one line.
+    assert done.stderr.startswith("stages: starting redis-server ") and "\r" not in done.stderr
+    assert done.stderr.count("\n") == 1
     assert "n = 10 " in done.stdout
     assert "not enough reports: n = 10 < 100" in done.stdout
     assert "not enough reports" in (tmp_path / "tiny.html").read_text()
@@ -43,27 +46,30 @@ def alive(pid: int) -> bool:
 
 
 def test_ctrl_c_while_users_report_stops_everything_it_started(tmp_path: Path) -> None:
+    # On a terminal, as a person would run it: its progress bars say which stage is running.
+    ours, theirs = open_terminal()
     process = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "demo", "--n", "200000", "--sdk-users", "5000",
          "--html", str(tmp_path / "never.html")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=theirs,
     )  # fmt: skip
+    os.close(theirs)
     try:
-        interrupt_during_the_sdk_stage(process)
+        interrupt_during_the_sdk_stage(process, ours)
     finally:  # a failing run must not leave the demo or its redis-server behind
         for pid in [*children(process.pid), process.pid]:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
         process.wait()
+        os.close(ours)
 
 
-def interrupt_during_the_sdk_stage(process: subprocess.Popen[bytes]) -> None:
+def interrupt_during_the_sdk_stage(process: subprocess.Popen[bytes], terminal: int) -> None:
     seen: list[str] = []
 
-    def read() -> None:  # progress bars redraw with \r: read chunks, not lines
-        assert process.stderr is not None
-        while chunk := os.read(process.stderr.fileno(), 4096):
-            seen.append(chunk.decode(errors="replace"))
+    def read() -> None:
+        for chunk in terminal_chunks(terminal):
+            seen.append(chunk)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()

@@ -355,6 +355,31 @@ def test_rate_limit_is_429_with_retry_after(redis_url: str, redis_client: Any) -
         server.stop()
 
 
+def test_refused_requests_count_against_their_tokens_rate_limit(
+    redis_url: str, redis_client: Any
+) -> None:
+    api, server = small_api(redis_url, rate_limit=3, rate_limit_seconds=3600)
+    try:
+        config_id, token = api.create_campaign(), api.create_token()
+        bad = [
+            {**batch(config_id, [1]), "reports": [{"y": 99}]},  # a report out of the domain
+            {**batch(config_id, [1]), "campaign": "nope"},  # an unknown campaign
+            {**batch(config_id, [1]), "extra": 1},  # an unknown field
+        ]
+        assert [api.post_reports(token, body).status_code for body in bad] == [400, 404, 400]
+        # The token spent its refusals: even a valid batch is 429 until the window ends.
+        limited = api.post_reports(token, batch(config_id, [1]))
+        assert limited.status_code == 429 and error_of(limited)[0] == "Authorization"
+        assert "refused requests" in limited.json()["error"]["reason"]
+        assert 1 <= int(limited.headers["Retry-After"]) <= 3600
+        # Another token's clients are served as before.
+        other = api.create_token("otherapp")
+        assert api.post_reports(other, batch(config_id, [1])).status_code == 202
+        assert redis_client.xlen(keys.stream("colors", 0)) == 1
+    finally:
+        server.stop()
+
+
 def test_a_privacy_level_is_rejected_until_configs_have_levels(
     api: Api, campaign: Campaign
 ) -> None:

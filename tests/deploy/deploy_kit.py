@@ -17,6 +17,7 @@ DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
 KUBERNETES = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
 UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
+TIMERS = sorted((DEPLOY / "systemd").glob("*.timer"))
 OPERATIONS = ROOT / "docs" / "operations.md"
 
 
@@ -62,8 +63,8 @@ def ldptel_commands() -> dict[str, list[str]]:
             if "ldptel" in container["image"]:
                 found[f"k8s:{where}"] = list(container["args"])
     for path in UNITS:
-        [exec_start] = unit_settings(path)["ExecStart"]
-        found[f"systemd:{path.name}"] = shlex.split(exec_start)[1:]
+        for number, exec_start in enumerate(unit_settings(path)["ExecStart"]):
+            found[f"systemd:{path.name}:{number + 1}"] = shlex.split(exec_start)[1:]
     for number, line in enumerate((DEPLOY / "aggregator.cron").read_text().splitlines()):
         if "$LDPTEL " in line and not line.startswith("#"):
             # A command substitution stands for one value.

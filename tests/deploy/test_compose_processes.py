@@ -6,13 +6,16 @@ the intervals shrink from minutes to a second. Redis is a private redis-server s
 the compose Redis's own arguments.
 
 Then the services work together: a batch posted to the collector reaches a window report
-built by the aggregator (served by the collector) and the report job's HTML page; every line
+built by the aggregator (served by the collector), the report job's HTML page and the systemd
+report unit's page and CSV; every line
 the services log is JSON with time, level and logger, and no token is ever logged."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -24,7 +27,7 @@ from typing import Any
 
 import pytest
 import requests
-from deploy_kit import ROOT, compose
+from deploy_kit import DEPLOY, ROOT, compose, unit_settings
 
 from ldptel.store.redis_server import find_redis_server, free_port
 
@@ -148,6 +151,29 @@ def healthy(stack: Stack, service: str) -> bool:
     return check.returncode == 0
 
 
+def run_the_systemd_report_unit(redis_service: Any, tmp_path: Path) -> None:
+    """ldptel-report@colors.service's commands as systemd runs them (%i the campaign, %S the
+    state root), with the settings file's Redis URL: the page and the CSV are written."""
+    unit = DEPLOY / "systemd" / "ldptel-report@.service"
+    state = tmp_path / "state"
+    (state / "ldptel-report").mkdir(parents=True)  # StateDirectory=
+    port = redis_service.connection_pool.connection_kwargs["port"]
+    env = {
+        "PATH": f"{BIN}{os.pathsep}/usr/bin:/bin",
+        "LDPTEL_REDIS_URL": f"redis://127.0.0.1:{port}",
+    }
+    for exec_start in unit_settings(unit)["ExecStart"]:
+        line = exec_start.replace("%i", "colors").replace("%S", str(state))
+        command = ["ldptel", *shlex.split(line)[1:]]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60,
+                              check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    written = state / "ldptel-report"
+    assert "<svg" in (written / "colors-latest.html").read_text()
+    rows = list(csv.DictReader((written / "colors-latest.csv").open()))
+    assert {row["n"] for row in rows} == {str(REPORTS)} and len(rows) == 8
+
+
 @pytest.mark.slow
 def test_the_compose_services_work_together(
     stack: Stack, redis_service: Any, tmp_path: Path
@@ -198,6 +224,7 @@ def test_the_compose_services_work_together(
             return answer.status_code == 200 and counts == [REPORTS]
 
         wait_for(report_built, "the window report", processes)
+        run_the_systemd_report_unit(redis_service, tmp_path)
         page = stack.reports / "colors-latest.html"
         wait_for(lambda: page.exists() and "colors" in page.read_text(), "the HTML page", processes)
 

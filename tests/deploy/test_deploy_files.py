@@ -19,6 +19,7 @@ import pytest
 from deploy_kit import (
     DEPLOY,
     ROOT,
+    TIMERS,
     UNITS,
     compose,
     deploy_variables,
@@ -170,17 +171,32 @@ def test_kubernetes_probes_ports_and_secrets_are_consistent() -> None:
 
 
 # -- systemd -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("unit", UNITS, ids=lambda p: p.name)
-def test_systemd_units_verify(unit: Path, tmp_path: Path) -> None:
-    """`systemd-analyze verify` on the unit with ExecStart pointing at this venv's ldptel (it
-    checks that the program exists); any warning (an unknown key) fails."""
+def installed_units(folder: Path) -> Path:
+    """deploy/systemd copied into `folder`, ExecStart pointing at this venv's ldptel, and
+    each template unit also as an instance for the campaign `colors`."""
     ldptel = Path(shutil.which("ldptel") or ROOT / ".venv" / "bin" / "ldptel")
-    copy = tmp_path / unit.name
-    copy.write_text(unit.read_text().replace("/opt/ldptel/.venv/bin/ldptel", str(ldptel)))
-    result = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True,
-                            text=True, timeout=60, check=False)  # fmt: skip
+    for unit in [*UNITS, *TIMERS]:
+        text = unit.read_text().replace("/opt/ldptel/.venv/bin/ldptel", str(ldptel))
+        (folder / unit.name).write_text(text)
+        if "@." in unit.name:
+            (folder / unit.name.replace("@.", "@colors.")).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("unit", [*UNITS, *TIMERS], ids=lambda p: p.name)
+def test_systemd_units_verify(unit: Path, tmp_path: Path) -> None:
+    """`systemd-analyze verify` on the unit (a template also as its instance `colors`, a timer
+    beside its service) with ExecStart pointing at this venv's ldptel (it checks that the
+    program exists); any warning (an unknown key) fails."""
+    folder = installed_units(tmp_path)
+    names = {unit.name, unit.name.replace("@.", "@colors.")}
+    result = subprocess.run(["systemd-analyze", "verify", *(str(folder / n) for n in names)],
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert (result.returncode, result.stderr) == (0, "")
-    assert unit_settings(unit)["KillSignal"] == ["SIGTERM"]
+    if unit.suffix == ".service":
+        assert unit_settings(unit)["KillSignal"] == ["SIGTERM"]
+    else:  # a timer starts the service of its own name
+        assert (DEPLOY / "systemd" / unit.name.replace(".timer", ".service")).exists()
 
 
 # -- against the real CLI and apps -------------------------------------------------------------

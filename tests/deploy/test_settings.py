@@ -62,6 +62,8 @@ def test_variables_set_every_kind_of_setting() -> None:
     [
         ({"LDPTEL_RATE_LIMIT": "many"}, "LDPTEL_RATE_LIMIT"),
         ({"LDPTEL_TOKEN_CACHE_SECONDS": "-1"}, "token_cache_seconds"),
+        ({"LDPTEL_REDIS_WAIT_REPLICAS": "-1"}, "redis_wait_replicas"),
+        ({"LDPTEL_REDIS_WAIT_TIMEOUT_SECONDS": "5"}, "redis_wait_timeout_seconds"),  # >= socket
         ({"LDPTEL_ADMIN_TOKEN_FILE": "/nonexistent/token"}, "LDPTEL_ADMIN_TOKEN_FILE"),
         ({"LDPTEL_ADMIN_TOKEN": "a", "LDPTEL_ADMIN_TOKEN_FILE": "/x"}, "LDPTEL_ADMIN_TOKEN"),
     ],

@@ -7,6 +7,8 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
@@ -17,6 +19,8 @@ from ldptel.store import codec, keys
 
 #: Between retries of a batch the server did not take (503, connection refused or reset).
 RETRY_PAUSE_SECONDS = 0.05
+#: Batches `send_while` sends.
+BATCHES = 300
 
 
 class Client:
@@ -59,6 +63,28 @@ class Client:
             assert response.status_code == 503, response.text  # Redis down: retry later
             time.sleep(RETRY_PAUSE_SECONDS)
         raise AssertionError(f"batch {key} never acknowledged")
+
+
+def send_while(
+    client: Client, fault: Callable[[], None], batches: int = BATCHES, after: int = 60
+) -> None:
+    """`batches` more batches from 8 threads; `fault` runs in a thread once `after` of them
+    are acknowledged."""
+    before = len(client.acknowledged)
+
+    def inject() -> None:
+        deadline = time.monotonic() + 60
+        while len(client.acknowledged) < before + after and time.monotonic() < deadline:
+            time.sleep(0.01)
+        fault()
+
+    injector = threading.Thread(target=inject, daemon=True)
+    injector.start()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(client.send, range(batches)))
+    injector.join(timeout=60)
+    assert not injector.is_alive()
+    assert len(client.acknowledged) == before + batches
 
 
 def stored(redis_client: Any) -> list[codec.StreamEntry]:

@@ -1,10 +1,13 @@
 """A request's work and memory are bounded by what a valid batch of its campaign can be: a
 4 KiB gzip body that inflates to 4 MiB of `{}` is refused (413) once it passes the campaign's
 cap, before any JSON object is built. Under 16 senders of such bombs, every worker's RSS stays
-within 2x of its idle RSS, and normal batches are still stored."""
+within 2x of its idle RSS, and normal batches are still stored. And a token's refused requests
+count against its rate limit: a flood of bombs from one token is answered 429 before the
+bodies are inflated, while another token's clients are served."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import threading
 import uuid
@@ -24,6 +27,7 @@ BOMBS_PER_SENDER = 12
 INFLATED = 4 * 1024 * 1024
 
 
+@functools.cache  # 4 MiB compressed at level 9: built once per config id and order
 def bomb(config_id: str, *, campaign_first: bool) -> bytes:
     """~4 KiB of gzip that inflates to 4 MiB: a batch of ~1.4 million empty reports."""
     reports = b"[" + b"{}," * ((INFLATED - 200) // 3) + b"{}]"
@@ -123,3 +127,47 @@ def test_under_16_bomb_senders_worker_rss_stays_within_2x_idle(
             assert peaks[pid] <= 2 * rss, (
                 f"worker {pid}: idle {rss >> 20} MiB, peak {peaks[pid] >> 20} MiB"
             )
+
+
+def test_a_bomb_flood_from_one_token_gets_429_while_another_token_is_served(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    limit, workers, normal_batches = 20, 2, 8
+    # An hour's window: the flood stays in one window unless it straddles the hour.
+    with served(
+        redis_url, tmp_path, workers=workers, rate_limit=limit, rate_limit_seconds=3600
+    ) as collector:
+        api = collector.api()
+        config_id = api.create_campaign()
+        flooder, shop = api.create_token("flooder"), api.create_token("shop")
+        bombs = [bomb(config_id, campaign_first=first) for first in (True, False)]
+
+        def flood(sender: int) -> list[int]:
+            with requests.Session() as session:
+                return [
+                    post(session, collector.url, flooder, bombs[(sender + i) % 2]).status_code
+                    for i in range(BOMBS_PER_SENDER)
+                ]
+
+        def shop_clients() -> list[int]:
+            body = str(batch(config_id, [1, 2])).replace("'", '"').encode()
+            with requests.Session() as session:
+                return [
+                    post(session, collector.url, shop, gzip.compress(body)).status_code
+                    for _ in range(normal_batches)
+                ]
+
+        with ThreadPoolExecutor(SENDERS + 1) as pool:
+            floods = [pool.submit(flood, sender) for sender in range(SENDERS)]
+            served_statuses = pool.submit(shop_clients).result()
+            statuses = [status for sent in floods for status in sent.result()]
+        limited = post(api.session, collector.url, flooder, bombs[0])
+
+    assert served_statuses == [202] * normal_batches
+    assert redis_client.xlen(keys.stream("colors", 0)) == normal_batches
+    assert set(statuses) == {413, 429}
+    # `limit` refusals, plus at most one per sender already past the check when the count
+    # reached it; twice that if the flood straddled the window's end.
+    assert limit <= statuses.count(413) <= 2 * (limit + SENDERS)
+    assert limited.status_code == 429 and "refused requests" in limited.json()["error"]["reason"]
+    assert 1 <= int(limited.headers["Retry-After"]) <= 3600

@@ -6,39 +6,16 @@ acknowledged batch is stored exactly once."""
 from __future__ import annotations
 
 import signal
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from load_clients import Client, assert_exactly_once, setup
+from load_clients import BATCHES, assert_exactly_once, send_while, setup
 from served_collector import served
 
 from ldptel.store.redis_server import RedisServer
-
-BATCHES = 300
-
-
-def send_while(client: Client, fault: Callable[[], None]) -> None:
-    """BATCHES batches from 8 clients; `fault` runs in a thread once 60 are acknowledged."""
-
-    def inject() -> None:
-        deadline = time.monotonic() + 60
-        while len(client.acknowledged) < 60 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        fault()
-
-    injector = threading.Thread(target=inject, daemon=True)
-    injector.start()
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(client.send, range(BATCHES)))
-    injector.join(timeout=60)
-    assert not injector.is_alive()
-    assert len(client.acknowledged) == BATCHES
 
 
 @pytest.mark.parametrize("fsync", ["always", "everysec"])
