@@ -11,6 +11,7 @@ from string import Template
 
 from ldptel.aggregator.model import Combined, Item, LevelRow, Report, WindowDocument
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.table import discovery_sentence
 
 #: Items drawn in the chart (the largest estimates); the table always lists every item.
 CHART_ITEMS = 40
@@ -179,7 +180,10 @@ def summary_html(report: Report) -> str:
         ("local epsilon", f"{report['epsilon']:.3g}"),
         ("central (epsilon, delta)", shuffled),
     ]
-    if report["items"]:
+    if (discovery := report.get("discovery")) is not None:
+        found = f"{discovery['discovered']} of {discovery['candidates']:,} candidates"
+        tiles.append(("discovered (above the release threshold)", found))
+    elif report["items"]:
         flagged = sum(1 for i in report["items"] if i["significant"])
         tiles.append(("significantly above 0", f"{flagged} of {len(report['items'])} items"))
     return (
@@ -210,6 +214,13 @@ def report_section(report: Report) -> str:
         parts.append(levels_table_html(combined))
     if report["status"] == NOT_ENOUGH:
         parts.append(f'<p class="status">{escape(report["message"])}</p>')
+    elif "discovery" in report:
+        parts += [
+            f'<p class="discovery">{escape(discovery_sentence(report))}</p>',
+            f'<p class="note">{escape(report["discovery"]["statement"])}</p>',
+        ]
+        if report["items"]:
+            parts += [chart_svg(report["items"], report["confidence"]), table_html(report)]
     else:
         shown = min(CHART_ITEMS, len(report["items"]))
         significance = report["significance"]

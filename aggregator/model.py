@@ -141,6 +141,23 @@ class Item(_Item, total=False):
     true_count: int
 
 
+class Discovery(TypedDict):
+    """An open-domain report: which candidates were estimated, and the release threshold
+    that decides which are listed (aggregator/report.py, open_domain_report)."""
+
+    #: The campaign's longest value, in UTF-8 bytes.
+    max_length: int
+    #: Distinct candidate strings estimated, where they came from, and how many are listed.
+    candidates: int
+    source: str
+    discovered: int
+    #: The threshold of a candidate nobody holds (each item also carries its own).
+    threshold: float
+    expected_false_discoveries: float
+    #: That thresholding is post-processing and costs no privacy, in words.
+    statement: str
+
+
 class _Report(TypedDict):
     campaign: str
     config_id: str
@@ -165,6 +182,8 @@ class Report(_Report, total=False):
 
     #: A config with privacy levels: the report combining them (level "").
     combined: Combined
+    #: An open-domain config: its candidates and release threshold.
+    discovery: Discovery
     #: Present when the stated stderr and intervals are not calibrated (full RAPPOR decoded
     #: by its LASSO selection, more candidates than m k / 4): why, and how far off.
     uncalibrated: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Final, TypedDict, TypeGuard
@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from ldptel.aggregator.consistency import ALIASES, METHODS, consistent
 from ldptel.aggregator.model import (
+    Discovery,
     Item,
     LevelRow,
     Longitudinal,
@@ -35,10 +36,12 @@ from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
+from ldptel.client.hashing import item_keys
 from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.rappor import Rappor
+from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.store import reports as stored_reports
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
@@ -377,7 +380,8 @@ def _head(
         "confidence": options.confidence,
         "consistency": ALIASES.get(options.consistency, options.consistency),
         "significance": {
-            "z": significance_z(config.domain_size, options.false_flags),
+            # Over the domain; an open-domain report sets it over its candidates.
+            "z": significance_z(max(config.domain_size, 1), options.false_flags),
             "expected_false_flags": options.false_flags,
             "rule": "estimate > threshold = z * stderr under f = 0 (one-sided, Bonferroni)",
             "method": NORMAL,
@@ -398,9 +402,9 @@ def _not_enough(report: Report) -> bool:
     return True
 
 
-def _items(config: CampaignConfig, stats: ItemColumns) -> list[Item]:
+def _items(labels: Sequence[str], stats: ItemColumns) -> list[Item]:
     rows = zip(
-        config.domain,
+        labels,
         stats["estimate"].tolist(),
         stats["variance"].tolist(),
         stats["stderr"].tolist(),
@@ -452,7 +456,7 @@ def build_report(
     report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
     if not _not_enough(report):
         stats = item_statistics(oracle, support, n, options)
-        report["items"] = _items(config, stats)
+        report["items"] = _items(config.domain, stats)
         if isinstance(oracle, PureOracle):
             # The exact threshold as a z of the null stderr, so the rule reads the same.
             null_stderr = float(np.sqrt(oracle.variance(n, None))[0])
@@ -466,6 +470,104 @@ def build_report(
             report["significance"]["method"] = DECODER_FIT
             if not oracle.fit(support, alpha=options.false_flags).least_squares:  # cached
                 report["uncalibrated"] = UNCALIBRATED
+    return report
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The strings an open-domain report estimates (checked and deduplicated by
+    ldptel.client.campaign.check_candidates), and where they came from."""
+
+    values: tuple[str, ...] = ()
+    source: str = "none"
+
+
+DISCOVERY_RULE = (
+    "a candidate is listed (discovered) only if estimate > threshold = z * stderr under "
+    "f = 0, the stderr with the hash-family collision term of the candidates' estimated "
+    "counts (one-sided, Bonferroni over the candidates)"
+)
+POST_PROCESSING = (
+    "Release thresholding is post-processing of the randomized reports: choosing which "
+    "candidates to list costs no privacy beyond the reports' epsilon (Dwork & Roth 2014, "
+    "Prop. 2.1); only candidates clearing the threshold are listed, so a string held by few "
+    "users is not published."
+)
+#: Norm-Sub's "sums to n" does not hold for a candidate list: only non-negative (Base-Pos).
+OPEN_CONSISTENCY = "clip"
+
+
+def open_domain_statistics(
+    oracle: SketchOracle,
+    support: NDArray[np.int64],
+    n: int,
+    candidates: Sequence[str],
+    options: ReportOptions,
+) -> tuple[ItemColumns, float]:
+    """item_statistics of candidate strings estimated from a sketch (estimate_keys), and the
+    threshold of a candidate nobody holds. The variance adds the fixed hash family's term
+    (SketchOracle.family_variance) with the candidates' estimated counts, clipped at 0:
+    values outside the candidates are not in it, so it holds when the heavy values are
+    candidates; the clipped noise of the others only makes it larger (conservative)."""
+    estimate = oracle.estimate_keys(support, n, item_keys(candidates))
+    counts = np.clip(np.rint(estimate), 0, n).astype(np.int64)
+    # The last entry: a candidate nobody holds (count 0), whose threshold the report states.
+    family = oracle.family_variance(np.append(counts, 0))
+
+    def variance_of(n: int, frequencies: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        f = np.zeros(estimate.size + 1) if frequencies is None else np.append(frequencies, 0)
+        return oracle.variance(n, f) + family
+
+    z = significance_z(estimate.size, options.false_flags)
+    nobody = z * math.sqrt(variance_of(n, None)[-1])
+    stats = estimate_statistics(estimate, lambda n, f: variance_of(n, f)[:-1], n, options)
+    stats["consistent"] = consistent(OPEN_CONSISTENCY, estimate, n, stats["threshold"])
+    return stats, nobody
+
+
+def open_domain_report(
+    config: CampaignConfig,
+    oracle: SketchOracle,
+    state: StateKey,
+    n: int,
+    support: NDArray[np.int64],
+    options: ReportOptions,
+    candidates: Candidates,
+    built_at: float | None = None,
+) -> Report:
+    """The report of an open-domain state: the candidates whose estimate clears the release
+    threshold (and only those), with the threshold and the expected false discoveries."""
+    privacy = privacy_section(config, oracle, n)
+    report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
+    count = len(candidates.values)
+    z = significance_z(max(count, 1), options.false_flags)
+    report["significance"]["z"] = z
+    report["significance"]["rule"] = DISCOVERY_RULE
+    report["consistency"] = OPEN_CONSISTENCY
+    discovery: Discovery = {
+        "max_length": config.max_length or 0,
+        "candidates": count,
+        "source": candidates.source,
+        "discovered": 0,
+        "threshold": 0.0,
+        "expected_false_discoveries": options.false_flags,
+        "statement": POST_PROCESSING,
+    }
+    report["discovery"] = discovery
+    if _not_enough(report):
+        return report
+    if not count:
+        report["message"] = (
+            "open-domain campaign: no candidates given, so nothing is listed "
+            "(ldptel report --candidates FILE)"
+        )
+        return report
+    stats, discovery["threshold"] = open_domain_statistics(
+        oracle, support, n, candidates.values, options
+    )
+    items = _items(candidates.values, stats)
+    report["items"] = [item for item in items if item["significant"]]
+    discovery["discovered"] = len(report["items"])
     return report
 
 
@@ -517,7 +619,7 @@ def combined_report(
         stats = estimate_statistics(
             combination.estimate, lambda _n, f: combination.variance(f), n, options
         )
-        report["items"] = _items(config, stats)
+        report["items"] = _items(config.domain, stats)
     return report
 
 
@@ -571,10 +673,12 @@ def build_window(
     window: int,
     options: ReportOptions | None = None,
     built_at: float | None = None,
+    candidates: Candidates | None = None,
 ) -> WindowDocument:
     """The window document: one report per (config, level) with state in `window`, and for
     a config with privacy levels their combined report before them; an empty window gives
-    "not enough reports" for the campaign's current config."""
+    "not enough reports" for the campaign's current config. Open-domain configs list the
+    `candidates` that clear the release threshold (none without candidates)."""
     options = options or ReportOptions()
     built_at = time.time() if built_at is None else built_at
     shards = window_shards(registry, name)
@@ -595,6 +699,15 @@ def build_window(
             if config is None or oracle is None:
                 continue  # never written: the worker quarantines entries it cannot interpret
             n, support = read_state(client, name, shards, state, oracle.support_size)
+            if config.open_domain:
+                assert isinstance(oracle, SketchOracle)  # CampaignConfig allows no other
+                reports.append(
+                    open_domain_report(
+                        config, oracle, state, n, support, options,
+                        candidates or Candidates(), built_at,
+                    )
+                )  # fmt: skip
+                continue
             reports.append(build_report(config, oracle, state, n, support, options, built_at))
     seconds = reports[0]["window"]["seconds"] if reports else 0
     return {

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
-from ldptel.aggregator.state import StateKey, add_delta
+from ldptel.aggregator.state import StateKey, add_delta, read_packed, rewrites
 from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import FrequencyOracle, ReportBatch
 from ldptel.store import codec, keys
@@ -52,6 +52,17 @@ class Parsed:
     oracle: FrequencyOracle
     n: int
     batch: ReportBatch
+
+
+@dataclass
+class Delta:
+    """What a step adds to one state (`packed`: the state's packed vector as read, for a
+    delta that rewrites it; state.rewrites)."""
+
+    state: StateKey
+    n: int
+    support: NDArray[np.int64]
+    packed: NDArray[np.int64] | None
 
 
 @dataclass
@@ -223,8 +234,9 @@ class ShardStep:
 
         result = StepResult(entries=len(entries), caught_up=len(entries) < count)
         groups, rejected = self._parse(entries)
+        deltas = self._deltas(pipe, groups, rejected)
         pipe.multi()
-        self._queue(pipe, groups, rejected, dict(entries), result)
+        self._queue(pipe, deltas, rejected, dict(entries), result)
         pipe.set(self.checkpoint, entries[-1][0])
         pipe.execute()
         return result
@@ -244,24 +256,43 @@ class ShardStep:
             groups[parsed.state].append((entry_id, parsed))
         return groups, rejected
 
-    def _queue(
+    def _deltas(
         self,
         pipe: Pipeline,
         groups: dict[StateKey, list[tuple[bytes, Parsed]]],
+        rejected: dict[bytes, str],
+    ) -> list[Delta]:
+        """(Before MULTI) each state's support delta, with the packed vector it adds to; the
+        corrupt entries join `rejected`."""
+        deltas = []
+        for state, members in groups.items():
+            oracle = members[0][1].oracle
+            support, corrupt = group_support(oracle, members)
+            for entry_id in corrupt:
+                rejected[entry_id] = "report values outside the oracle's range"
+            n = sum(parsed.n for entry_id, parsed in members if entry_id not in rejected)
+            if n:
+                packed = None
+                if rewrites(support):
+                    packed = read_packed(pipe, self.name, self.shard, state, support.size)
+                deltas.append(Delta(state, n, support, packed))
+        return deltas
+
+    def _queue(
+        self,
+        pipe: Pipeline,
+        deltas: list[Delta],
         rejected: dict[bytes, str],
         fields_by_id: dict[bytes, dict[bytes, bytes]],
         result: StepResult,
     ) -> None:
         """Queue (inside MULTI) the support deltas and the quarantined entries."""
-        for state, members in groups.items():
-            support, corrupt = group_support(members[0][1].oracle, members)
-            for entry_id in corrupt:
-                rejected[entry_id] = "report values outside the oracle's range"
-            n = sum(parsed.n for entry_id, parsed in members if entry_id not in rejected)
-            if n:
-                add_delta(pipe, self.name, self.shard, state, n, support)
-                result.reports += n
-                result.touched.add(state)
+        for delta in deltas:
+            add_delta(
+                pipe, self.name, self.shard, delta.state, delta.n, delta.support, delta.packed
+            )
+            result.reports += delta.n
+            result.touched.add(delta.state)
         for entry_id, reason in rejected.items():
             moved: dict[FieldT, EncodableT] = dict(fields_by_id[entry_id].items())
             moved.update({b"entry": entry_id, b"reason": reason.encode()})

@@ -1,8 +1,21 @@
 """Window state: per (campaign, config, window, level, shard) a Redis hash holding `n` and the
-support vector, one field per item index with a nonzero count.
+support vector, one field per item index with a nonzero count; or, for a support of
+PACKED_FROM cells or more (a sketch's k m = 2^20), `n` in the hash and the vector packed in a
+string beside it (keys.window_cells), one big-endian int64 per cell.
 
-Support vectors of batches add, so a delta is applied with HINCRBY (exact 64-bit integers);
-shards merge by adding their vectors when a report is built.
+Support vectors of batches add, so a delta is applied with HINCRBY (exact 64-bit integers),
+or to a packed vector: a sparse delta (at most SPARSE_CELLS nonzero cells) with one BITFIELD
+INCRBY i64 per cell in one command; a dense one is read (under the step's WATCH), added and
+written back with SET in the step's MULTI. That stays exactly once: any other write of the
+vector would come from another step, which also moves the checkpoint, so one of the two
+EXECs fails. Shards merge by adding their vectors when a report is built; a state may hold
+both forms (read_state adds them), so the form can change between versions without a
+migration.
+
+Why packed: a hash field costs Redis about 50 bytes and one HINCRBY; at 2^20 cells one step's
+script ran past 5 s, during which Redis answers BUSY to every other client (benchmarks/
+README.md, "Sketch window state"). Packed, a state is 8 bytes a cell (8 MiB at 2^20) and a
+step one BITFIELD, or one GET and one SET.
 """
 
 from __future__ import annotations
@@ -28,6 +41,26 @@ return 0
 """
 
 
+#: Supports of at least this many cells are stored packed: there one field per nonzero cell
+#: costs more memory than 8 bytes per cell as soon as about a tenth of them are touched.
+PACKED_FROM = 1 << 12
+#: A delta to a packed vector with at most this many nonzero cells is one BITFIELD command
+#: (no read); a denser one is read, added and written back whole.
+SPARSE_CELLS = 1 << 14
+#: BITFIELD's i64: signed, big-endian.
+CELL = np.dtype(">i8")
+
+
+def packs(size: int) -> bool:
+    """Whether a support vector of `size` cells is stored packed."""
+    return size >= PACKED_FROM
+
+
+def rewrites(support: NDArray[np.int64]) -> bool:
+    """Whether a delta to a packed vector is applied by reading and rewriting it whole."""
+    return packs(support.size) and int(np.count_nonzero(support)) > SPARSE_CELLS
+
+
 @dataclass(frozen=True, order=True)
 class StateKey:
     """What one window state counts: reports of one config, window and privacy level."""
@@ -50,16 +83,50 @@ class StateKey:
     def redis_key(self, name: str, shard: int) -> str:
         return keys.window_state(name, shard, self.config_id, self.window, self.level)
 
+    def cells_key(self, name: str, shard: int) -> str:
+        return keys.window_cells(name, shard, self.config_id, self.window, self.level)
+
+
+def read_packed(
+    pipe: Pipeline, name: str, shard: int, state: StateKey, size: int
+) -> NDArray[np.int64]:
+    """(Before MULTI, in a step that WATCHes its checkpoint) the packed vector of a shard's
+    state, zeros if none; the key is WATCHed too, so the sum written back is exact."""
+    key = state.cells_key(name, shard)
+    pipe.watch(key)  # type: ignore[no-untyped-call]
+    return _unpacked(pipe.get(key), size)
+
 
 def add_delta(
-    pipe: Pipeline, name: str, shard: int, state: StateKey, n: int, support: NDArray[np.int64]
+    pipe: Pipeline,
+    name: str,
+    shard: int,
+    state: StateKey,
+    n: int,
+    support: NDArray[np.int64],
+    packed: NDArray[np.int64] | None = None,
 ) -> None:
-    """Queue (inside MULTI) the addition of n reports and their support to a shard's state."""
+    """Queue (inside MULTI) the addition of n reports and their support to a shard's state:
+    `packed` (the state's vector as `read_packed` read it, when `rewrites`) + support written
+    back; a sparse delta to a packed vector as BITFIELD INCRBYs; else one HINCRBY per nonzero
+    cell."""
+    key = state.redis_key(name, shard)
     nonzero = np.flatnonzero(support)
-    args: list[int | str] = ["n", n]
-    for index, count in zip(nonzero.tolist(), support[nonzero].tolist(), strict=True):
-        args += [index, count]
-    pipe.eval(ADD_SCRIPT, 1, state.redis_key(name, shard), *args)
+    counts = zip(nonzero.tolist(), support[nonzero].tolist(), strict=True)
+    if packed is not None:
+        pipe.hincrby(key, "n", n)
+        pipe.set(state.cells_key(name, shard), (packed + support).astype(CELL).tobytes())
+    elif packs(support.size):
+        pipe.hincrby(key, "n", n)
+        if nonzero.size:
+            increments = [a for i, c in counts for a in ("INCRBY", "i64", f"#{i}", c)]
+            cells = state.cells_key(name, shard)
+            pipe.execute_command("BITFIELD", cells, *increments)  # type: ignore[no-untyped-call]
+    else:
+        args: list[int | str] = ["n", n]
+        for index, count in counts:
+            args += [index, count]
+        pipe.eval(ADD_SCRIPT, 1, key, *args)
     pipe.zadd(keys.state_index(name, shard), {state.member: state.window})
     pipe.hincrby(keys.pending_reports(name, shard), state.member, 1)
 
@@ -67,21 +134,38 @@ def add_delta(
 def read_state(
     client: RedisClient, name: str, shards: Iterable[int], state: StateKey, size: int
 ) -> tuple[int, NDArray[np.int64]]:
-    """n and the support vector of `state`, summed over `shards`."""
+    """n and the support vector of `state`, summed over `shards` (both forms, whichever a
+    state holds)."""
     shards = list(shards)
     with client.pipeline(transaction=False) as pipe:
         for shard in shards:
             pipe.hgetall(state.redis_key(name, shard))
-        hashes = pipe.execute()
+            pipe.get(state.cells_key(name, shard))
+        replies = pipe.execute()
     n = 0
     support = np.zeros(size, dtype=np.int64)
-    for fields in hashes:
+    for fields, packed in zip(replies[::2], replies[1::2], strict=True):
         for field, value in fields.items():
             if field == b"n":
                 n += int(value)
             else:
                 support[int(field)] += int(value)
+        support += _unpacked(packed, size)
     return n, support
+
+
+def _unpacked(value: bytes | str | None, size: int) -> NDArray[np.int64]:
+    """A packed vector as read (redis-py types replies bytes | str; the store's clients never
+    decode, so it is bytes), or zeros for none."""
+    if value is None:
+        return np.zeros(size, dtype=np.int64)
+    if isinstance(value, str):
+        raise TypeError("packed state read as text: the client must not decode responses")
+    if len(value) > size * CELL.itemsize or len(value) % CELL.itemsize:
+        raise ValueError(f"packed state of {len(value)} bytes for {size} cells")
+    cells = np.zeros(size, dtype=np.int64)  # BITFIELD writes the string up to its last cell
+    cells[: len(value) // CELL.itemsize] = np.frombuffer(value, dtype=CELL)
+    return cells
 
 
 def list_states(

@@ -80,6 +80,11 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
         rows.append(row)
     first, *rest = aligned([header, *rows])
     lines += ["\n" + first, *rest]
+    discovery = report.get("discovery")
+    if discovery:
+        lines += ["", *textwrap.wrap(discovery_sentence(report), 96)]
+        lines += textwrap.wrap(discovery["statement"], 96)
+        return "\n".join(lines)
     flagged = sum(item["significant"] for item in report["items"])
     lines.append(
         f"\n* {flagged} of {len(report['items'])} items significantly above zero "
@@ -89,6 +94,20 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
     if "uncalibrated" in report:
         lines.append(f"Note: {report['uncalibrated']}.")
     return "\n".join(lines)
+
+
+def discovery_sentence(report: Report) -> str:
+    """What an open-domain report lists and its release threshold, in one sentence."""
+    discovery = report["discovery"]
+    if not discovery["candidates"]:
+        return report["message"]
+    return (
+        f"{discovery['discovered']} of {discovery['candidates']:,} candidates "
+        f"({discovery['source']}) discovered: estimate above the release threshold "
+        f"{discovery['threshold']:,.0f} (z = {report['significance']['z']:.2f} times the stderr "
+        "of a candidate nobody holds); expected false discoveries over the candidates "
+        f"< {discovery['expected_false_discoveries']:g}. Candidates below it are not listed."
+    )
 
 
 def format_window(document: WindowDocument, true_counts: Sequence[int] | None = None) -> str:

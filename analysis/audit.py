@@ -18,15 +18,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.analysis.simulation import Progress, chunk_rows
 from ldptel.client.errors import ParameterError
-from ldptel.client.oracles import FrequencyOracle
-from ldptel.client.oracles.base import check_int
+from ldptel.client.oracles.base import Field, ReportBatch, check_int
+from ldptel.client.randomness import Rng
 
 #: Unordered input pairs audited exactly: every pair while d(d-1)/2 fits (d <= 32).
 EXACT_PAIRS = 32 * 31 // 2
@@ -36,6 +36,25 @@ DEFAULT_CONFIDENCE = 0.999
 #: Slack for floating-point rounding when comparing the exact loss with the claim.
 EXACT_TOLERANCE = 1e-9
 ROUNDING = 1e-15
+
+
+class Audited(Protocol):
+    """What the audits need: a law on the inputs 0..domain_size-1 with its audit hooks (a
+    FrequencyOracle, or a numeric mechanism's law on its levels, analysis/numeric.py)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def domain_size(self) -> int: ...
+    @property
+    def audit_event_count(self) -> int: ...
+    @property
+    def fields(self) -> tuple[Field, ...]: ...
+    def perturb_batch(self, values: NDArray[np.int64], rng: Rng) -> ReportBatch: ...
+    def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]: ...
+    def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]: ...
 
 
 @dataclass(frozen=True)
@@ -110,9 +129,7 @@ def _loss(p: NDArray[np.float64], q: NDArray[np.float64]) -> float:
     return float(np.max(np.log(p[seen] / q[seen]))) if np.any(seen) else -math.inf
 
 
-def exact_audit(
-    oracle: FrequencyOracle, pairs: int | list[tuple[int, int]] = EXACT_PAIRS
-) -> ExactAudit:
+def exact_audit(oracle: Audited, pairs: int | list[tuple[int, int]] = EXACT_PAIRS) -> ExactAudit:
     """Privacy loss from the oracle's exact event probabilities, over both orders of each
     pair (given, or up to `pairs` of them: all for d <= 32 by default, else a fixed sample)."""
     if isinstance(pairs, int):
@@ -162,7 +179,7 @@ def binomial_bounds(
 
 
 def event_counts(
-    oracle: FrequencyOracle,
+    oracle: Audited,
     value: int,
     other: int,
     samples: int,
@@ -183,7 +200,7 @@ def event_counts(
 
 
 def sampled_audit(
-    oracle: FrequencyOracle,
+    oracle: Audited,
     rng: np.random.Generator,
     samples: int = DEFAULT_SAMPLES,
     pairs: int | list[tuple[int, int]] = DEFAULT_SAMPLED_PAIRS,
@@ -235,7 +252,7 @@ def sampled_audit(
 
 
 def audit(
-    oracle: FrequencyOracle,
+    oracle: Audited,
     rng: np.random.Generator,
     samples: int = DEFAULT_SAMPLES,
     sampled_pairs: int = DEFAULT_SAMPLED_PAIRS,

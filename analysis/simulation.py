@@ -11,7 +11,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,7 +20,7 @@ from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.levels import SAMPLE, Combination, LevelPart, combine
 from ldptel.client.oracles import FrequencyOracle, oracle_class
-from ldptel.client.oracles.base import check_epsilon, check_int
+from ldptel.client.oracles.base import Field, check_epsilon, check_int
 
 DISTRIBUTIONS = ("zipf", "uniform")
 #: Bytes of one perturbed chunk; the oracle's own temporaries are a small multiple of it.
@@ -30,6 +30,13 @@ CHUNK_BYTES = 16 * 2**20
 MIN_CHUNK_ROWS, MAX_CHUNK_ROWS = 1, 1_000_000
 
 Progress = Callable[[int, int], None]
+
+
+class HasFields(Protocol):
+    """Anything whose reports are declared by `fields` (oracles, numeric mechanisms)."""
+
+    @property
+    def fields(self) -> tuple[Field, ...]: ...
 
 
 def build_oracle(
@@ -80,7 +87,7 @@ def true_counts(
     return rng.multinomial(n, probabilities).astype(np.int64)
 
 
-def chunk_rows(oracle: FrequencyOracle, budget_bytes: int = CHUNK_BYTES) -> int:
+def chunk_rows(oracle: HasFields, budget_bytes: int = CHUNK_BYTES) -> int:
     """Reports per perturbed chunk so that one chunk's batch takes about `budget_bytes`."""
     per_report = max(1, sum(f.nbytes(1) for f in oracle.fields))
     return int(np.clip(budget_bytes // per_report, MIN_CHUNK_ROWS, MAX_CHUNK_ROWS))

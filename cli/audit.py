@@ -12,11 +12,14 @@ from ldptel.analysis.audit import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLED_PAIRS,
     DEFAULT_SAMPLES,
+    Audited,
     AuditResult,
     audit,
 )
+from ldptel.analysis.numeric import LevelLaw
 from ldptel.cli.oracle_options import (
     add_oracle_arguments,
+    mechanism_from_args,
     oracle_from_args,
     parse_float,
     parse_int,
@@ -26,7 +29,7 @@ from ldptel.cli.progress import ProgressLine
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_oracle_arguments(parser)
+    add_oracle_arguments(parser, numeric=True)
     parser.add_argument(
         "--samples",
         default=str(DEFAULT_SAMPLES),
@@ -49,7 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    oracle = oracle_from_args(args)
+    # A numeric mechanism is audited on its law over the range's levels (its inputs).
+    oracle: Audited = (
+        oracle_from_args(args) if args.range is None else LevelLaw(mechanism_from_args(args))
+    )
     samples = parse_int(args.samples, "samples", 100)
     pairs = parse_int(args.pairs, "pairs", 1)
     confidence = parse_float(args.confidence, "confidence")

@@ -196,8 +196,12 @@ def _campaign(args: argparse.Namespace) -> int:
             config = registry.current_config(name)
             if campaign is not None and config is not None:
                 state = "retired" if campaign.retired else "active"
+                size = (
+                    f"max_length={config.max_length}" if config.open_domain
+                    else f"d={len(config.domain)}"
+                )  # fmt: skip
                 print(f"{name}  {state}  {config.oracle}  epsilon={config.epsilon:g}  "
-                      f"d={len(config.domain)}  config_id={campaign.config_id}")  # fmt: skip
+                      f"{size}  config_id={campaign.config_id}")  # fmt: skip
         return 0
     if args.campaign_action == "retire":
         if not registry.retire(args.name):

@@ -4,6 +4,12 @@ A private redis-server, the collector on a free port (real HTTP), a demo campaig
 users posting randomized reports in batches, one aggregator pass, then the report as a table
 (with the true counts of the simulated data beside the estimates) and as an HTML page.
 Everything it starts is stopped on exit, on Ctrl-C and on SIGTERM.
+
+Scenarios: "screens" (default), a categorical campaign of app screens; "favorite-color", an
+open-domain campaign where users type their favourite colour as free text, with a long tail
+of misspellings and of rare names held by one user each; its report estimates the colour
+names of a public dictionary (cli/color_names.py) and lists only those clearing the release
+threshold.
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,9 +38,19 @@ from ldptel.cli.progress import shows_progress
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.aggregator.report import Candidates
     from ldptel.client.transport import Transport
 
 CAMPAIGN = "demo-screens"
+COLOR_CAMPAIGN = "demo-favorite-color"
+SCENARIOS = ("screens", "favorite-color")
+#: favorite-color: the answers most users give (Zipf over this order), the share of rare
+#: answers (misspellings of them, and dictionary names held by one user each), and the
+#: longest answer the campaign takes (UTF-8 bytes).
+COMMON_COLORS = ("blue", "green", "red", "purple", "black", "pink", "yellow", "orange")
+RARE_SHARE = 0.1
+SINGLE_NAMES = 40
+COLOR_MAX_LENGTH = 64
 SCREENS = (
     "home", "search", "feed", "profile", "settings", "notifications", "messages", "compose",
     "camera", "gallery", "player", "playlist", "library", "downloads", "store", "checkout",
@@ -52,8 +70,17 @@ def default_oracle() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scenario",
+        choices=SCENARIOS,
+        default="screens",
+        help="screens: app screens, a fixed domain (default); favorite-color: free-text "
+        "answers, an open-domain campaign reported against a dictionary of colour names",
+    )
     parser.add_argument("--n", type=int, default=100_000, help="simulated users (default 100000)")
-    parser.add_argument("--oracle", default=None, help="oracle name (default oue)")
+    parser.add_argument(
+        "--oracle", default=None, help="oracle name (default oue; favorite-color: auto)"
+    )
     parser.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     parser.add_argument(
         "--domain-size", type=int, default=len(SCREENS), metavar="D", help="items (default 32)"
@@ -88,6 +115,70 @@ def zipf_values(
     """n true values with P(item i) proportional to 1 / (i + 1)^exponent."""
     weights = 1.0 / np.arange(1, domain_size + 1) ** exponent
     return rng.choice(domain_size, size=n, p=weights / weights.sum())
+
+
+def misspelled(word: str, rng: np.random.Generator) -> str:
+    """A typo of `word`: one letter dropped, doubled or swapped with the next."""
+    at = int(rng.integers(0, len(word) - 1))
+    kind = int(rng.integers(0, 3))
+    if kind == 0:
+        return word[:at] + word[at + 1 :]
+    if kind == 1:
+        return word[: at + 1] + word[at:]
+    return word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+
+
+def color_answers(n: int, exponent: float, rng: np.random.Generator) -> list[str]:
+    """n users' free-text favourite colours: COMMON_COLORS by Zipf, and RARE_SHARE of rare
+    answers: up to SINGLE_NAMES dictionary names held by exactly one user each, and
+    misspellings of the common colours (many of them unique)."""
+    from ldptel.cli.color_names import COLOR_NAMES
+
+    rare = round(n * RARE_SHARE)
+    others = [name for name in COLOR_NAMES if name not in COMMON_COLORS]
+    singles = [str(name) for name in rng.choice(others, min(SINGLE_NAMES, rare // 2), False)]
+    typos = [
+        misspelled(COMMON_COLORS[i], rng)
+        for i in rng.integers(0, len(COMMON_COLORS), rare - len(singles))
+    ]
+    common = [COMMON_COLORS[i] for i in zipf_values(n - rare, len(COMMON_COLORS), exponent, rng)]
+    answers = common + singles + typos
+    rng.shuffle(answers)
+    return answers
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a demo run simulates: the campaign, each user's true value, the candidates an
+    open-domain report estimates, and the items whose true counts are shown."""
+
+    campaign: dict[str, Any]
+    answers: list[str]
+    candidates: Candidates | None
+    labels: list[str]
+
+    @property
+    def name(self) -> str:
+        return str(self.campaign["name"])
+
+    def true_counts(self) -> list[int]:
+        counts = Counter(self.answers)
+        return [counts[label] for label in self.labels]
+
+
+def scenario(args: argparse.Namespace, campaign: dict[str, Any]) -> Scenario:
+    """The users of the run: Zipf-distributed screens, or free-text colours."""
+    rng = np.random.default_rng(args.seed)
+    if args.scenario == "screens":
+        names = list(campaign["domain"])
+        values = zipf_values(args.n, args.domain_size, args.zipf_exponent, rng)
+        return Scenario(campaign, [names[v] for v in values], None, names)
+    from ldptel.aggregator.report import Candidates
+    from ldptel.cli.color_names import COLOR_NAMES
+
+    answers = color_answers(args.n, args.zipf_exponent, rng)
+    candidates = Candidates(COLOR_NAMES, "the CSS colour names (cli/color_names.py)")
+    return Scenario(campaign, answers, candidates, list(COLOR_NAMES))
 
 
 @contextmanager
@@ -176,18 +267,29 @@ def post_reports(
     base_url: str,
     token: str,
     config: dict[str, Any],
-    values: NDArray[np.int64],
+    answers: Sequence[str],
     seed: int,
     stage: Stage,
 ) -> int:
     """Simulated users randomize their values and post them in batches from a few threads
-    (vectorized: one oracle call per batch; a real app would use the Reporter)."""
+    (vectorized: one oracle call per batch; a real app would use the Reporter). Open-domain
+    answers are randomized by their item keys (SketchOracle.perturb_keys)."""
     from ldptel.client.campaign import CampaignConfig
+    from ldptel.client.hashing import item_keys
+    from ldptel.client.oracles.sketch import SketchOracle
     from ldptel.client.transport import Transport
 
-    oracle = CampaignConfig.from_dict(
-        {k: v for k, v in config.items() if k != "config_id"}
-    ).build_oracle()
+    campaign = CampaignConfig.from_dict({k: v for k, v in config.items() if k != "config_id"})
+    oracle = campaign.build_oracle()
+    perturb: Callable[[Any, np.random.Generator], Any]
+    if campaign.open_domain:
+        assert isinstance(oracle, SketchOracle)
+        values: NDArray[Any] = item_keys(campaign.open_value(a) for a in answers)
+        perturb = oracle.perturb_keys
+    else:
+        index = {label: i for i, label in enumerate(campaign.domain)}
+        values = np.array([index[a] for a in answers], dtype=np.int64)
+        perturb = oracle.perturb_batch
     starts = range(0, len(values), BATCH)
     seeds = np.random.SeedSequence(seed).spawn(len(starts))
     local = threading.local()
@@ -197,7 +299,7 @@ def post_reports(
             local.transport = Transport(base_url, token, timeout=30.0)
         # Real clients draw from the OS CSPRNG; the simulation is seeded to be repeatable.
         rng = np.random.default_rng(seed_sequence)
-        batch = oracle.perturb_batch(values[start : start + BATCH], rng)
+        batch = perturb(values[start : start + BATCH], rng)
         reports = [json.dumps(r, separators=(",", ":")) for r in oracle.encode(batch)]
         accepted = post_batch(local.transport, config["name"], config["config_id"], reports)
         stage.advance(accepted)
@@ -208,7 +310,9 @@ def post_reports(
         return sum(future.result() for future in futures)
 
 
-def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stage) -> None:
+def report_through_sdk(
+    base_url: str, token: str, campaign: str, labels: list[str], stage: Stage
+) -> None:
     """Users who report through the real client SDK: one Reporter per user, each with its own
     state directory (ledger, memo, spool), exactly as an app install would."""
     import tempfile
@@ -218,7 +322,7 @@ def report_through_sdk(base_url: str, token: str, labels: list[str], stage: Stag
     def one_user(root: str, user: int, label: str) -> None:
         # strict: a report that is not spooled must fail the demo, not thin its estimate
         with Reporter(base_url, token, state_dir=Path(root) / str(user), strict=True) as reporter:
-            reporter.report(CAMPAIGN, label)
+            reporter.report(campaign, label)
             if not reporter.flush(timeout=30):
                 raise ParameterError("collector", f"user {user}'s report was not delivered")
         stage.advance()
@@ -249,13 +353,23 @@ def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
     """The demo campaign, validated here (one clear error before anything is started)."""
     from ldptel.client.campaign import CampaignConfig
 
-    campaign = {
-        "name": CAMPAIGN,
-        "oracle": args.oracle or default_oracle(),
-        "epsilon": args.epsilon,
-        "domain": item_names(args.domain_size),
-        "shards": 2,
-    }
+    campaign: dict[str, Any]
+    if args.scenario == "favorite-color":
+        campaign = {
+            "name": COLOR_CAMPAIGN,
+            "oracle": args.oracle or "auto",
+            "epsilon": args.epsilon,
+            "max_length": COLOR_MAX_LENGTH,
+            "shards": 2,
+        }
+    else:
+        campaign = {
+            "name": CAMPAIGN,
+            "oracle": args.oracle or default_oracle(),
+            "epsilon": args.epsilon,
+            "domain": item_names(args.domain_size),
+            "shards": 2,
+        }
     CampaignConfig.from_dict(campaign).build_oracle()
     return campaign
 
@@ -312,7 +426,7 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
         logging.getLogger(quiet).setLevel(logging.WARNING)
     base_url = stack.enter_context(serve(app))
 
-    names = campaign["domain"]
+    users = scenario(args, campaign)
     created = _step(
         "registering campaign",
         show,
@@ -321,18 +435,16 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     config = {**campaign, "config_id": created["config_id"]}
     token = admin_post(base_url, "/v1/tokens", admin_token, {"app": ADMIN_APP})["token"]
 
-    rng = np.random.default_rng(args.seed)
-    values = zipf_values(args.n, args.domain_size, args.zipf_exponent, rng)
-    true_counts = np.bincount(values, minlength=args.domain_size).tolist()
+    true_counts = users.true_counts()
     sdk_users = args.sdk_users
     stage = Stage("users via the SDK", show, total=sdk_users, unit="user")
     try:
-        report_through_sdk(base_url, token, [names[v] for v in values[:sdk_users]], stage)
+        report_through_sdk(base_url, token, users.name, users.answers[:sdk_users], stage)
     finally:
         stage.close()
     stage = Stage("users posting reports", show, total=args.n - sdk_users, unit="report")
     try:
-        post_reports(base_url, token, config, values[sdk_users:], args.seed, stage)
+        post_reports(base_url, token, config, users.answers[sdk_users:], args.seed, stage)
     finally:
         stage.close()
 
@@ -347,8 +459,8 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     stage = Stage("building the report", show, total=1)
     try:
         registry = Registry(client)
-        window = list_windows(client, registry, CAMPAIGN)[-1]
-        document = build_window(client, registry, CAMPAIGN, window)
+        window = list_windows(client, registry, users.name)[-1]
+        document = build_window(client, registry, users.name, window, None, None, users.candidates)
         stage.advance()
     finally:
         stage.close()

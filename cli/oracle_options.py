@@ -8,6 +8,7 @@ option (ParameterError), like every other parameter error.
 from __future__ import annotations
 
 import argparse
+import inspect
 import secrets
 from typing import Any
 
@@ -15,19 +16,36 @@ import numpy as np
 
 from ldptel.analysis.simulation import build_oracle
 from ldptel.client.errors import ParameterError
+from ldptel.client.numeric import (
+    NUMERIC_MECHANISMS,
+    NumericMechanism,
+    make_mechanism,
+    numeric_class,
+)
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.base import check_epsilon, check_int
 
 
-def add_oracle_arguments(parser: argparse.ArgumentParser, *, epsilon_required: bool = True) -> None:
-    """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand."""
-    parser.add_argument(
-        "--oracle", required=True, help=f"oracle name: {', '.join(ORACLES)} (or an alias)"
-    )
+def add_oracle_arguments(
+    parser: argparse.ArgumentParser, *, epsilon_required: bool = True, numeric: bool = False
+) -> None:
+    """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand; with
+    `numeric`, also --range for the numeric mechanisms (then --domain-size is optional)."""
+    names = ", ".join([*ORACLES, *(NUMERIC_MECHANISMS if numeric else ())])
+    parser.add_argument("--oracle", required=True, help=f"oracle name: {names} (or an alias)")
     parser.add_argument(
         "--epsilon", required=epsilon_required, metavar="E", help="privacy budget, > 0"
     )
-    parser.add_argument("--domain-size", required=True, metavar="D", help="number of items, >= 2")
+    parser.add_argument(
+        "--domain-size", required=not numeric, metavar="D", help="number of items, >= 2"
+    )
+    if numeric:
+        parser.add_argument(
+            "--range",
+            nargs=2,
+            metavar=("LO", "HI"),
+            help="a numeric mechanism's range (values are clipped into it)",
+        )
     parser.add_argument(
         "--param",
         action="append",
@@ -88,10 +106,43 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     return params
 
 
+def domain_size_from_args(args: argparse.Namespace) -> int:
+    """--domain-size (required unless --range gives a numeric mechanism's range)."""
+    if args.domain_size is None:
+        raise ParameterError("domain_size", "is required (or --range LO HI for a numeric oracle)")
+    return parse_int(args.domain_size, "domain_size", 2)
+
+
+def mechanism_from_args(args: argparse.Namespace) -> NumericMechanism:
+    """The validated numeric mechanism that --oracle, --epsilon, --range, --param describe."""
+    if args.oracle not in NUMERIC_MECHANISMS:
+        known = ", ".join(NUMERIC_MECHANISMS)
+        raise ParameterError("oracle", f"--range needs a numeric oracle ({known})")
+    if args.domain_size is not None:
+        raise ParameterError("domain_size", "is for categorical oracles; --range replaces it")
+    if args.epsilon is None:
+        raise ParameterError("epsilon", "is required")
+    low, high = (parse_float(text, "range") for text in args.range)
+    params = {"epsilon": parse_float(args.epsilon, "epsilon"), "low": low, "high": high}
+    accepted = inspect.signature(numeric_class(args.oracle)).parameters
+    for key, value in parse_params(args.param).items():
+        if key in params:
+            raise ParameterError("param", f"{key} has its own option, not --param")
+        if key not in accepted:
+            known = ", ".join(k for k in accepted if k not in params)
+            raise ParameterError(
+                "param", f"oracle {args.oracle!r} has no parameter {key!r} (known: {known or '-'})"
+            )
+        params[key] = value
+    return make_mechanism(args.oracle, **params)
+
+
 def oracle_from_args(args: argparse.Namespace) -> FrequencyOracle:
     """The validated oracle the options describe (ParameterError names the bad field)."""
+    if args.oracle in NUMERIC_MECHANISMS and args.oracle not in ORACLES:
+        raise ParameterError("range", f"is required for the numeric oracle {args.oracle!r}")
     epsilon = parse_float(args.epsilon, "epsilon")
-    domain_size = parse_int(args.domain_size, "domain_size", 2)
+    domain_size = domain_size_from_args(args)
     return build_oracle(
         args.oracle, epsilon=epsilon, domain_size=domain_size, params=parse_params(args.param)
     )

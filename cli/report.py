@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ldptel.cli.aggregator import (
     add_redis_argument,
@@ -13,7 +14,11 @@ from ldptel.cli.aggregator import (
     redis_client,
     report_options,
 )
+from ldptel.client.campaign import check_candidates
 from ldptel.client.errors import ParameterError
+
+if TYPE_CHECKING:
+    from ldptel.aggregator.report import Candidates
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +29,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="window start: unix seconds, an ISO date/time, or 'latest' (default)",
     )
     parser.add_argument("--list", action="store_true", help="list the windows that have data")
+    given = parser.add_mutually_exclusive_group()
+    given.add_argument(
+        "--candidates",
+        metavar="FILE",
+        help="open-domain campaigns: the strings to estimate, one per line (UTF-8); only "
+        "those clearing the release threshold are listed",
+    )
+    given.add_argument(
+        "--candidates-from",
+        metavar="REPORT",
+        help="open-domain campaigns: estimate the strings listed in a report saved with "
+        "`ldptel report --json` (e.g. an earlier window's discoveries)",
+    )
     add_redis_argument(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the window document as JSON")
@@ -43,6 +61,45 @@ def write_output(path: Path, text: str, option: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise ParameterError(option, f"cannot write {path}: {error.strerror}") from None
+
+
+def read_text(path: str, field: str) -> str:
+    """A UTF-8 file given for option `field`; one that cannot be read is a one-line error."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ParameterError(field, f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ParameterError(field, f"{path} is not UTF-8 text") from None
+
+
+def read_candidates(path: str) -> Candidates:
+    """The candidates in a file of one string per line (blank lines skipped)."""
+    from ldptel.aggregator.report import Candidates
+
+    lines = read_text(path, "candidates").splitlines()
+    values = check_candidates(line for line in lines if line.strip())
+    return Candidates(tuple(values), f"file {Path(path).name}")
+
+
+def discovered_candidates(path: str) -> Candidates:
+    """The strings an open-domain report document (`ldptel report --json`) lists."""
+    from ldptel.aggregator.model import DocumentError, from_json
+    from ldptel.aggregator.report import Candidates
+
+    text = read_text(path, "candidates_from")
+    try:
+        document = from_json(text)
+    except (ValueError, DocumentError) as error:
+        raise ParameterError(
+            "candidates_from", f"{path}: not a report document ({error})"
+        ) from None
+    found = [
+        item["item"] for report in document["reports"] if "discovery" in report
+        for item in report["items"]
+    ]  # fmt: skip
+    values = check_candidates(found, "candidates_from")
+    return Candidates(tuple(values), f"discovered in {document['window']['start']}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +127,13 @@ def run(args: argparse.Namespace) -> int:
         window = windows[-1]
     else:
         window = config.window_of(parse_window(args.window))
-    document = build_window(client, registry, args.campaign, window, report_options(args))
+    candidates = None
+    if args.candidates is not None:
+        candidates = read_candidates(args.candidates)
+    elif args.candidates_from is not None:
+        candidates = discovered_candidates(args.candidates_from)
+    options = report_options(args)
+    document = build_window(client, registry, args.campaign, window, options, None, candidates)
     if args.json:
         print(to_json(document, indent=2))
     elif args.html:

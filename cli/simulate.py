@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ldptel.analysis.numeric import NUMERIC_DISTRIBUTIONS
 from ldptel.analysis.simulation import (
     DISTRIBUTIONS,
     Plan,
@@ -26,6 +27,7 @@ from ldptel.analysis.simulation import (
 )
 from ldptel.cli.oracle_options import (
     add_oracle_arguments,
+    domain_size_from_args,
     oracle_from_args,
     parse_float,
     parse_int,
@@ -34,6 +36,7 @@ from ldptel.cli.oracle_options import (
     rng_from_args,
 )
 from ldptel.cli.progress import ProgressLine
+from ldptel.cli.simulate_numeric import run_numeric
 from ldptel.cli.table import format_table
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError, ParameterError
@@ -45,7 +48,7 @@ DEFAULT_TOP = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_oracle_arguments(parser, epsilon_required=False)
+    add_oracle_arguments(parser, epsilon_required=False, numeric=True)
     parser.add_argument(
         "--levels",
         metavar="NAME:EPS:FRACTION,...",
@@ -67,9 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", metavar="N", help="number of simulated clients (reports)")
     parser.add_argument(
         "--distribution",
-        choices=DISTRIBUTIONS,
-        default="zipf",
-        help="how the simulated users' true values are drawn (default zipf)",
+        choices=tuple(dict.fromkeys((*DISTRIBUTIONS, *NUMERIC_DISTRIBUTIONS))),
+        help="how the simulated users' true values are drawn (default zipf; with --range: "
+        f"{', '.join(NUMERIC_DISTRIBUTIONS)}, default {NUMERIC_DISTRIBUTIONS[0]})",
+    )
+    parser.add_argument(
+        "--values-file",
+        metavar="FILE",
+        help="with --range: the simulated users' values, one number per line (n = lines)",
     )
     parser.add_argument(
         "--zipf-exponent", default="1.1", metavar="S", help="zipf exponent (default 1.1)"
@@ -99,6 +107,11 @@ def _simulation_inputs(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.range is not None:
+        return run_numeric(args)
+    if args.values_file is not None:
+        raise ParameterError("values_file", "needs --range (a numeric oracle)")
+    args.distribution = args.distribution or DISTRIBUTIONS[0]
     if args.levels is not None:
         return _run_levels(args)
     if args.epsilon is None:
@@ -317,7 +330,7 @@ def _level_config(args: argparse.Namespace, levels: dict[str, float]) -> Campaig
     """A campaign config with the simulated levels (its epsilon: the largest level's)."""
     if args.epsilon is not None:
         raise ParameterError("epsilon", "comes from --levels; leave --epsilon out")
-    domain_size = parse_int(args.domain_size, "domain_size", 2)
+    domain_size = domain_size_from_args(args)
     params = parse_params(args.param)
     epsilon = max(check_levels(levels).values())
     # Named errors for unknown parameters before the config wraps the oracle's own.

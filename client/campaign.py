@@ -15,13 +15,18 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from ldptel.client.canonical import canonical_json
-from ldptel.client.errors import InvalidLevelError, ParameterError
+from ldptel.client.errors import (
+    InvalidLevelError,
+    InvalidValueError,
+    ParameterError,
+    ValueTypeError,
+)
 from ldptel.client.levels import (
     SAMPLE,
     SampleOracle,
@@ -30,7 +35,12 @@ from ldptel.client.levels import (
     reporting_epsilon,
 )
 from ldptel.client.oracles import FrequencyOracle, oracle_class
-from ldptel.client.oracles.auto import AutoOracle, choose_oracle
+from ldptel.client.oracles.auto import (
+    OPEN_DOMAIN_ORACLES,
+    AutoOracle,
+    choose_open_oracle,
+    choose_oracle,
+)
 from ldptel.client.oracles.base import check_epsilon, check_int
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
@@ -43,6 +53,12 @@ DAY = 86_400
 MEMO_NONE = "none"
 MEMO_EXACT = "exact_discloses_changes"
 MEMOIZATION_MODES = (MEMO_NONE, MEMO_EXACT)
+#: Open-domain campaigns: the largest max_length (UTF-8 bytes). The report carries only a
+#: hash, so the length costs nothing on the wire; it bounds what candidates need to cover.
+MAX_OPEN_LENGTH = 4096
+#: The base oracle needs d >= 2; an open-domain campaign's oracle has no labels (its reports
+#: estimate candidates by item key), so this only sizes its unused per-label methods.
+OPEN_DOMAIN_ORACLE_SIZE = 2
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,10 @@ class CampaignConfig:
     lifetime_epsilon: float | None = None
     #: A domain label that clients report for values outside the domain (None = reject them).
     other_label: str | None = None
+    #: An open-domain campaign (no `domain` list; OPEN_DOMAIN_ORACLES): the longest value, in
+    #: UTF-8 bytes of its NFC form, a client reports (`open_value`); None = a categorical
+    #: campaign. Absent from the canonical JSON when None, so other configs keep their ids.
+    max_length: int | None = None
     #: Personalized privacy (ldptel.client.levels): level name -> epsilon, each at most
     #: `epsilon` (the campaign's ceiling); empty = no levels. Absent from the canonical JSON
     #: when empty, so configs without levels keep their ids.
@@ -96,21 +116,24 @@ class CampaignConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ParameterError(unknown[0], "unknown field")
-        for required in ("name", "oracle", "epsilon", "domain"):
+        open_domain = "max_length" in data
+        for required in ("name", "oracle", "epsilon", *(() if open_domain else ("domain",))):
             if required not in data:
-                raise ParameterError(required, "is required")
+                extra = " (or max_length, for free-text values)" if required == "domain" else ""
+                raise ParameterError(required, "is required" + extra)
         name = data["name"]
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise ParameterError("name", "must match [a-z0-9][a-z0-9_-]{0,63}")
         if not isinstance(data["oracle"], str):
             raise ParameterError("oracle", "must be a string")
-        domain = check_domain(data["domain"], stored=stored)
+        max_length = _check_open_domain(data) if open_domain else None
+        domain = [] if open_domain else check_domain(data["domain"], stored=stored)
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise ParameterError("params", "must be an object")
         lifetime = data.get("lifetime_epsilon")
         epsilon = check_epsilon(data["epsilon"])
-        oracle, params, choice = _resolve_oracle(data, len(domain), epsilon, params)
+        oracle, params, choice = _resolve_oracle(data, max_length, len(domain), epsilon, params)
         levels = check_levels(data.get("levels", {}))
         if levels and max(levels.values()) > epsilon:
             raise ParameterError("levels", f"level epsilons must be <= epsilon ({epsilon:g})")
@@ -141,6 +164,7 @@ class CampaignConfig:
             if lifetime is None
             else check_epsilon(lifetime, "lifetime_epsilon"),
             other_label=other,
+            max_length=max_length,
             levels=levels,
             level_strategy=strategy,
             level_threshold=threshold,
@@ -161,6 +185,10 @@ class CampaignConfig:
         # at d = 4096, on every config load); only the mutable nested values need copies.
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["domain"] = list(self.domain)
+        if self.max_length is None:
+            del data["max_length"]  # absent unless open-domain: other configs keep their ids
+        else:
+            del data["domain"]  # an open domain has no list (not even an empty one)
         data["params"] = copy.deepcopy(dict(self.params))
         if self.oracle_choice is not None:
             data["oracle_choice"] = copy.deepcopy(dict(self.oracle_choice))
@@ -218,6 +246,31 @@ class CampaignConfig:
     def domain_size(self) -> int:
         return len(self.domain)
 
+    @property
+    def open_domain(self) -> bool:
+        """True for a campaign of free-text values (`max_length`, no domain list)."""
+        return self.max_length is not None
+
+    def open_value(self, value: object) -> str:
+        """The form in which an open-domain campaign reports `value`: its NFC normalization,
+        checked by the label rules (`check_label`) and against `max_length` UTF-8 bytes;
+        raises InvalidValueError (ValueTypeError for a non-string). NFC first, so that
+        canonically equivalent spellings have one item key (docs/protocol.md, "Open
+        domains")."""
+        assert self.max_length is not None
+        if not isinstance(value, str):
+            raise ValueTypeError("value", f"must be a string, got {type(value).__name__}")
+        text = unicodedata.normalize("NFC", value)
+        try:
+            size = check_label(text, "value")
+        except ParameterError as error:
+            raise InvalidValueError("value", error.reason) from None
+        if size > self.max_length:
+            raise InvalidValueError(
+                "value", f"is {size} UTF-8 bytes, longer than max_length {self.max_length}"
+            )
+        return text
+
     def as_created(self) -> CampaignConfig:
         """This config in the form a campaign is created in: the oracle's fixed parameters
         (FrequencyOracle.fixed_params) and those derived from epsilon (derived_params: OLH's
@@ -251,8 +304,11 @@ class CampaignConfig:
         extra: dict[str, Any] = {"labels": list(self.domain)} if cls.takes_labels else {}
         epsilon = self.epsilon if epsilon is None else epsilon
         params = {**self.params, **self.level_params.get(level, {})}
+        if self.open_domain:  # labels unused: a report estimates candidates (estimate_keys)
+            extra = {}
+        size = OPEN_DOMAIN_ORACLE_SIZE if self.open_domain else self.domain_size
         try:
-            return cls(epsilon=epsilon, domain_size=self.domain_size, **params, **extra)
+            return cls(epsilon=epsilon, domain_size=size, **params, **extra)
         except TypeError as error:  # an unexpected keyword in params
             raise ParameterError("params", str(error)) from error
 
@@ -302,21 +358,57 @@ def check_domain(domain: object, *, stored: bool = False) -> list[str]:
     if not isinstance(domain, list) or not all(isinstance(v, str) for v in domain):
         raise ParameterError("domain", "must be a list of strings")
     for i, label in enumerate(domain):
-        try:
-            label.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise ParameterError("domain", f"label {i} has an unpaired surrogate") from error
         if stored:
-            continue
-        if not label:
-            raise ParameterError("domain", f"label {i} is empty")
-        if any(unicodedata.category(c) == "Cc" for c in label):
-            raise ParameterError("domain", f"label {i} holds a control character (NUL...)")
-        if unicodedata.normalize("NFC", label) != label:
-            raise ParameterError("domain", f"label {i} is not in Unicode NFC form")
+            try:
+                label.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ParameterError("domain", f"label {i} has an unpaired surrogate") from error
+        else:
+            check_label(label, "domain", f"label {i}")
     if len(set(domain)) != len(domain):
         raise ParameterError("domain", "values must be distinct")
     return domain
+
+
+def check_label(text: str, field: str, what: str = "value") -> int:
+    """The label rules (docs/protocol.md, "Labels") for one text: valid Unicode, non-empty,
+    no control character, NFC; raises ParameterError on `field`, else returns the length of
+    its UTF-8 form. Campaign labels, open-domain values and candidates all keep them."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise ParameterError(field, f"{what} has an unpaired surrogate") from error
+    if not text:
+        raise ParameterError(field, f"{what} is empty")
+    if any(unicodedata.category(c) == "Cc" for c in text):
+        raise ParameterError(field, f"{what} holds a control character (NUL...)")
+    if unicodedata.normalize("NFC", text) != text:
+        raise ParameterError(field, f"{what} is not in Unicode NFC form")
+    return size
+
+
+def check_candidates(texts: Iterable[str], field: str = "candidates") -> list[str]:
+    """Candidate strings of an open-domain report: each in NFC (so that it has the item key
+    clients report it under, CampaignConfig.open_value) and keeping the label rules,
+    duplicates dropped, order kept; raises ParameterError on `field` naming the entry."""
+    checked: dict[str, None] = {}
+    for i, text in enumerate(texts):
+        normalized = unicodedata.normalize("NFC", text)
+        check_label(normalized, field, f"entry {i + 1}")
+        checked[normalized] = None
+    return list(checked)
+
+
+def _check_open_domain(data: dict[str, Any]) -> int:
+    """max_length of an open-domain config, which has no domain, other_label or levels."""
+    for absent in ("domain", "other_label", "levels"):
+        if absent in data:
+            raise ParameterError(absent, "an open-domain campaign (max_length) has none")
+    oracle = data["oracle"]
+    if oracle not in (*OPEN_DOMAIN_ORACLES, AutoOracle.name):
+        allowed = ", ".join((*OPEN_DOMAIN_ORACLES, AutoOracle.name))
+        raise ParameterError("oracle", f"an open-domain campaign takes {allowed}, not {oracle!r}")
+    return check_int(data["max_length"], "max_length", 1, MAX_OPEN_LENGTH)
 
 
 def _check_level_params(value: object, levels: Mapping[str, float]) -> dict[str, dict[str, Any]]:
@@ -330,7 +422,11 @@ def _check_level_params(value: object, levels: Mapping[str, float]) -> dict[str,
 
 
 def _resolve_oracle(
-    data: dict[str, Any], domain_size: int, epsilon: float, params: dict[str, Any]
+    data: dict[str, Any],
+    max_length: int | None,
+    domain_size: int,
+    epsilon: float,
+    params: dict[str, Any],
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     """(oracle name, params, oracle_choice) of an untrusted config. "auto" is resolved here,
     once: the config stores the chosen oracle, so its reports never change meaning when a
@@ -348,5 +444,9 @@ def _resolve_oracle(
         raise ParameterError(
             "params", f"oracle 'auto' takes only max_report_bytes, not {unknown[0]}"
         )
-    choice = choose_oracle(domain_size, epsilon, params.get("max_report_bytes"))
+    limit = params.get("max_report_bytes")
+    if max_length is not None:
+        choice = choose_open_oracle(epsilon, limit)
+    else:
+        choice = choose_oracle(domain_size, epsilon, limit)
     return choice["oracle"], dict(choice["params"]), choice

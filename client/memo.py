@@ -21,9 +21,10 @@ No mode can both track a changing value and make a stable value's repeats free f
 histories: A,A,...,A against A,B,A,B,... drifts apart with every report of a value that is
 followed, which is why the sound default charges every report.
 
-Memo keys are keyed hashes of (config id, privacy level, value index), so the state file holds
-no label in clear; the memo is never sent. Nothing is drawn ahead: a config costs nothing to
-load, the first report of a value draws its randomization (benchmarks/client_overhead.py).
+Memo keys are keyed hashes of (config id, privacy level, value index, or an open-domain
+campaign's text), so the state file holds no value in clear; the memo is never sent. Nothing
+is drawn ahead: a config costs nothing to load, the first report of a value draws its
+randomization (benchmarks/client_overhead.py).
 A user who changes privacy level gets fresh randomizations at the new level's epsilon.
 """
 
@@ -40,6 +41,7 @@ from ldptel.client.errors import ParameterError
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
+from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.client.randomness import SecureRandom
 from ldptel.client.statedb import transaction
 
@@ -55,6 +57,11 @@ CREATE TABLE IF NOT EXISTS rappor_clients (
 _INSERT_NEW = "INSERT OR IGNORE INTO memo VALUES (?, ?, ?)"
 _SELECT = "SELECT report, spent FROM memo WHERE key = ?"
 _ADD_SPENT = "UPDATE memo SET spent = spent + ? WHERE key = ?"
+
+
+#: A value as a randomizer takes it: the index of a label, or (open-domain campaigns, whose
+#: oracle is a sketch) the text itself, in NFC (CampaignConfig.open_value).
+Value = int | str
 
 
 def wire_json(report: WireReport) -> str:
@@ -86,7 +93,7 @@ class Randomizer:
         #: BLAKE2b keyed with the memo secret, copied per key (keying once saves a block).
         self._keyed = hashlib.blake2b(key=memo_secret, digest_size=16)
         self._rng = SecureRandom()
-        self._final: dict[int, str] = {}  # exact mode: values whose memo can never change
+        self._final: dict[Value, str] = {}  # exact mode: values whose memo can never change
         self._rappor: RapporClient | None = None
         #: eps_1, the epsilon of one fresh report (RAPPOR: PRR and IRR), and the bound of all
         #: reports of one value under exact memoization (RAPPOR: eps_inf; others: eps_1).
@@ -95,12 +102,14 @@ class Randomizer:
             self._rappor = _rappor_client(conn, self.oracle, self._scope)
             self.permanent = self.oracle.permanent_epsilon
 
-    def key(self, index: int) -> bytes:
+    def key(self, index: Value) -> bytes:
         keyed = self._keyed.copy()  # = blake2b(message, key=memo_secret, digest_size=16)
-        keyed.update(f"{self._scope}:{index}".encode("ascii"))
+        # A text (open domain) after "s:", so it never reads as an index of another config.
+        value = f"s:{index}" if isinstance(index, str) else str(index)
+        keyed.update(f"{self._scope}:{value}".encode())
         return keyed.digest()
 
-    def spend(self, conn: sqlite3.Connection, index: int) -> tuple[str, float]:
+    def spend(self, conn: sqlite3.Connection, index: Value) -> tuple[str, float]:
         """The report to send for value `index` and the epsilon it costs, with its memo
         written in exact mode (inside the caller's transaction, which charges the ledger
         that cost; call `committed` after COMMIT)."""
@@ -113,6 +122,7 @@ class Randomizer:
         row = conn.execute(_SELECT, (key,)).fetchone()
         spent = 0.0 if row is None else float(row[1])
         if self._rappor is not None:
+            assert isinstance(index, int)  # RAPPOR has a domain
             report = wire_json(self._rappor.report(index, self._rng))
         elif row is not None:
             report = str(row[0])
@@ -126,15 +136,19 @@ class Randomizer:
             conn.execute(_ADD_SPENT, (cost, key))
         return report, cost
 
-    def committed(self, index: int, report: str) -> None:
+    def committed(self, index: Value, report: str) -> None:
         """After COMMIT: in exact mode a value whose bound is reached resends its memo from
         memory."""
         if self.exact and self._rappor is None:
             self._final[index] = report
 
-    def _fresh(self, index: int) -> str:
+    def _fresh(self, index: Value) -> str:
         """A fresh draw of the oracle's one-report law (RAPPOR: a new PRR for this install's
-        cohort, not the HMAC-derived one, and a new IRR)."""
+        cohort, not the HMAC-derived one, and a new IRR; an open-domain text: the sketch's
+        report of its item key)."""
+        if isinstance(index, str):
+            assert isinstance(self.oracle, SketchOracle)  # open domains take sketches only
+            return wire_json(self.oracle.perturb_string(index, self._rng))
         if self._rappor is not None:
             value = np.array([index], dtype=np.int64)
             cohort = np.array([self._rappor.cohort], dtype=np.int64)

@@ -51,7 +51,7 @@ from ldptel.client.errors import (
 )
 from ldptel.client.ledger import Budget, Guarantee, Spent, WindowRule
 from ldptel.client.levels import LEVEL_NAME
-from ldptel.client.memo import Randomizer
+from ldptel.client.memo import Randomizer, Value
 from ldptel.client.oracles.base import check_int
 from ldptel.client.sender import Campaigns, Connections, Sender
 from ldptel.client.statedb import transaction
@@ -301,7 +301,8 @@ class Reporter:
         self._level = None if level is None else _check_level_name(level)
 
     def report(self, campaign: str, value: str, *, level: str | None = None) -> ReportStatus:
-        """Perturb `value` (a label of the campaign's domain) and spool it for sending.
+        """Perturb `value` (a label of the campaign's domain, or any text of at most
+        `max_length` UTF-8 bytes for an open-domain campaign) and spool it for sending.
 
         `level`: the privacy level to report at (default: the Reporter's `level`); required
         for a campaign that declares levels, refused by one that does not. Never raises (but
@@ -645,7 +646,11 @@ class Reporter:
 
     # -- values and levels -------------------------------------------------------------------
     @staticmethod
-    def _index_of(active: _Active, value: object) -> int:
+    def _index_of(active: _Active, value: object) -> Value:
+        """The value as its randomizer takes it: a label's index, or an open-domain
+        campaign's text in NFC (CampaignConfig.open_value)."""
+        if active.config.open_domain:
+            return active.config.open_value(value)
         if not isinstance(value, str):
             raise ValueTypeError("value", f"must be a string label, got {type(value).__name__}")
         index = active.index.get(value)

@@ -42,6 +42,13 @@ def window_state(name: str, shard: int, config_id: str, window: int, level: str 
     return f"{PREFIX}:{{{name}:{shard}}}:state:{config_id}:{window}{suffix}"
 
 
+def window_cells(name: str, shard: int, config_id: str, window: int, level: str = "") -> str:
+    """String: the packed support vector of a large window state (aggregator/state.py), one
+    big-endian int64 per cell, as BITFIELD INCRBY i64 writes them."""
+    suffix = f":{level}" if level else ""
+    return f"{PREFIX}:{{{name}:{shard}}}:cells:{config_id}:{window}{suffix}"
+
+
 def state_index(name: str, shard: int) -> str:
     """Sorted set: "<config_id>:<window>:<level>" members of the shard's window states,
     scored by window start (written with the state, so report building finds them)."""

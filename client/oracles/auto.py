@@ -7,11 +7,19 @@ With Wang et al.'s formulas DE beats OUE/OLH below 3 e^eps + 2 categories (where
 (d - 2 + e^eps) < 4 e^eps); Subset Selection is DE when its k rounds to 1 (d < 1.5 (e^eps+1),
 where the tie goes to DE) and beats DE above that; past 3 e^eps + 2 it is SS / OUE / OLH / HR
 by size and cost (OLH's 8-byte report and HR's 4-byte one under a tight size limit).
-Apple's sketches (cms, hcms) are not candidates yet: their window state is k m cells (2^20 at
-the defaults) kept as one Redis hash field per cell, far more than any other oracle's d
-(choose them by name for open domains). With their variance they would lose anyway except
-CMS below eps ~ 0.5 and d above ~1,800: OUE's variance times about cosh^2(eps/4)
-(m/(m-1))^2, within the 2% tie, with a per-report cost independent of d.
+Apple's sketches (cms, hcms) are not candidates for a categorical campaign: their `variance`
+is over the reports' randomness only, and a campaign's fixed public hash family adds a term
+that depends on the other values' counts (SketchOracle.family_variance), so ranking them on
+the same footing as the exact oracles would understate their error. On their report variance
+alone they would lose anyway except CMS below eps ~ 0.5 and d above ~1,800: OUE's variance
+times about cosh^2(eps/4) (m/(m-1))^2, within the 2% tie. (Their window state, k m = 2^20
+cells at the defaults, is now a packed array: aggregator/state.py.)
+
+An open-domain campaign (free text, no domain list) can only use an oracle whose report and
+state do not depend on a list of labels: the sketches (OPEN_DOMAIN_ORACLES). There `auto`
+ranks them the same way (`choose_open_oracle`): CMS has the lower variance, (c^2 - 1)/4
+with c = (e^(eps/2) + 1)/(e^(eps/2) - 1) against HCMS's c^2 with c = (e^eps + 1)/(e^eps - 1)
+(per report, times (m/(m-1))^2), but a report of m/8 + 2 bytes; HCMS's is 5 bytes.
 
 The report size is the compact (stored) size of one report, sum of its fields' bytes.
 """
@@ -41,9 +49,14 @@ COSTS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "oue": ((0, 1), (0, 1 / 8)),
     "sue": ((0, 1), (0, 1 / 8)),
     "ss": ((0, 1), (0, 1 / 8)),
+    # The sketches at their default m = 1024: CMS draws and counts m bits, HCMS one.
+    "cms": ((1024, 0), (128, 0)),
+    "hcms": ((1, 0), (1, 0)),
 }
-#: Not candidates until their window state is stored compactly (see the module docstring).
-NOT_CANDIDATES = frozenset({"cms", "hcms"})
+#: The oracles of open-domain campaigns (the only candidates there), and not candidates of a
+#: categorical one (see the module docstring).
+OPEN_DOMAIN_ORACLES = ("cms", "hcms")
+NOT_CANDIDATES = frozenset(OPEN_DOMAIN_ORACLES)
 #: Oracles missing from COSTS touch every item on both sides.
 DEFAULT_COST = ((0.0, 1.0), (0.0, 1.0))
 
@@ -75,14 +88,33 @@ def choose_oracle(
     "cost", "fits"}, ...]}, where variance is Var[estimated count] / n at f_v = 0."""
     from ldptel.client.oracles import ORACLES
 
+    names = [
+        name
+        for name, cls in ORACLES.items()
+        if name != AutoOracle.name and name not in NOT_CANDIDATES and cls.exact_estimator
+    ]
     d = check_int(domain_size, "domain_size", 2, 2**24)
+    return _choose(names, d, epsilon, max_report_bytes)
+
+
+def choose_open_oracle(epsilon: float, max_report_bytes: int | None = None) -> dict[str, Any]:
+    """The choice of `choose_oracle` for an open-domain campaign, among OPEN_DOMAIN_ORACLES
+    (built at d = 2: their variance and report do not depend on d); "domain_size" is None."""
+    choice = _choose(list(OPEN_DOMAIN_ORACLES), 2, epsilon, max_report_bytes)
+    choice["domain_size"] = None
+    return choice
+
+
+def _choose(
+    names: Sequence[str], d: int, epsilon: float, max_report_bytes: int | None
+) -> dict[str, Any]:
+    from ldptel.client.oracles import ORACLES
+
     eps = check_epsilon(epsilon)
     limit = None if max_report_bytes is None else check_int(max_report_bytes, "max_report_bytes", 1)
     rows = []
-    for name, cls in ORACLES.items():
-        if name == AutoOracle.name or name in NOT_CANDIDATES or not cls.exact_estimator:
-            continue
-        oracle = _build(cls, eps, d)
+    for name in names:
+        oracle = _build(ORACLES[name], eps, d)
         size = sum(f.nbytes(1) for f in oracle.fields)
         variance = float(np.max(oracle.variance(1)))
         fits = limit is None or size <= limit

@@ -60,6 +60,17 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     return value
 
 
+def check_report_epsilon(epsilon: object) -> float:
+    """A one-report epsilon: finite, > 0 and at most MAX_EPSILON."""
+    value = check_epsilon(epsilon)
+    if value > MAX_EPSILON:
+        raise ParameterError(
+            "epsilon",
+            f"must be <= {MAX_EPSILON:g} (no meaningful privacy above), got {value!r}",
+        )
+    return value
+
+
 def check_int(value: object, name: str, minimum: int, maximum: int | None = None) -> int:
     """An integer in [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -139,45 +150,31 @@ def decode_int_field(reports: object, name: str, limit: int) -> NDArray[np.uint3
     return column
 
 
-class FrequencyOracle(ABC):
-    """An LDP frequency oracle over the domain {0, ..., domain_size - 1}.
-
-    Subclasses validate their parameters in `__init__` (keyword-only), and implement
-    `perturb_batch`, `encode`, `decode`, `support`, `estimate` and `variance`.
-    """
+class ReportMechanism(ABC):
+    """What every layer needs of a mechanism, frequency oracle or numeric (client/numeric):
+    its guarantee, one report on the client, the wire form for the collector, the compact
+    storage form (columns declared in `fields`) and the integer support for the aggregator.
+    The collector, the aggregator and the registry are typed against this."""
 
     name: ClassVar[str]
-    #: True if the constructor takes `labels` (the domain's values as strings), as the
-    #: hashing oracles do: they hash the item key of each label (docs/protocol.md).
-    takes_labels: ClassVar[bool] = False
-    #: The report batch's columns (set by each oracle's constructor).
+    #: The report batch's columns (set by each constructor).
     fields: tuple[Field, ...]
-    #: True if `estimate` is exactly unbiased with exactly `variance` (the contract tests
-    #: check both); an oracle whose decoder is not (full RAPPOR's NNLS fit) sets it False.
-    exact_estimator: ClassVar[bool] = True
-
-    def __init__(self, *, epsilon: float, domain_size: int) -> None:
-        self.requested_epsilon = check_epsilon(epsilon)
-        if self.requested_epsilon > MAX_EPSILON:
-            raise ParameterError(
-                "epsilon",
-                f"must be <= {MAX_EPSILON:g} (no meaningful privacy above), "
-                f"got {self.requested_epsilon!r}",
-            )
-        self.domain_size = check_int(domain_size, "domain_size", 2, 2**24)
+    #: The epsilon asked for; `epsilon` is the one the law actually sampled guarantees.
+    requested_epsilon: float
 
     def fixed_params(self) -> dict[str, Any]:
-        """The parameters with constant defaults that shape the report, as this oracle has
+        """The parameters with constant defaults that shape the report, as this mechanism has
         them; a campaign writes them into its config when created, so that a new default in a
         later version cannot change the reports of an existing campaign."""
         return {}
 
     def derived_params(self) -> dict[str, Any]:
-        """The parameters this oracle derived from epsilon (OLH's g, SS's k, RAPPOR's f,
-        THE's theta, every oracle's probabilities or noise table), as used; a campaign writes
-        them into its config when created, so that no client derives one (its `exp` may
-        differ in the last bit) and no later rounding rule changes them (docs/protocol.md).
-        An oracle built with them back is the same oracle (it checks them: `check_served`)."""
+        """The parameters this mechanism derived from epsilon (OLH's g, SS's k, RAPPOR's f,
+        THE's theta, PM's band, every oracle's probabilities or noise table), as used; a
+        campaign writes them into its config when created, so that no client derives one (its
+        `exp` may differ in the last bit) and no later rounding rule changes them
+        (docs/protocol.md). A mechanism built with them back is the same (it checks them:
+        `check_served`)."""
         return {}
 
     def check_served(self, name: str) -> None:
@@ -195,29 +192,13 @@ class FrequencyOracle(ABC):
     # -- privacy ---------------------------------------------------------------------------
     @property
     def epsilon(self) -> float:
-        """The epsilon this oracle actually guarantees for one report."""
+        """The epsilon this mechanism actually guarantees for one report."""
         return self.requested_epsilon
 
     # -- client ----------------------------------------------------------------------------
     @abstractmethod
-    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
-        """Randomize each true value (an index into the domain) independently."""
-
-    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
-        """Randomize one value; returns its wire form. Uses the OS CSPRNG by default, through
-        `perturb_one` (the SDK's path); another source goes through `perturb_batch`."""
-        if not 0 <= int(value) < self.domain_size:
-            raise ParameterError("value", f"must be in [0, {self.domain_size}), got {value}")
-        if rng is None or isinstance(rng, SecureRandom):
-            return self.perturb_one(int(value))
-        return self.encode(self.perturb_batch(np.array([value], dtype=np.int64), rng))[0]
-
-    def perturb_one(self, value: int) -> WireReport:
-        """One report of a checked value from the OS CSPRNG. Oracles whose batch path is
-        mostly numpy's per-call overhead for one value override it with scalar draws of the
-        same exact law."""
-        batch = self.perturb_batch(np.array([value], dtype=np.int64), default_rng())
-        return self.encode(batch)[0]
+    def perturb(self, value: Any, rng: Rng | None = None) -> WireReport:
+        """One report of `value` in its wire form, from the OS CSPRNG by default."""
 
     # -- wire ------------------------------------------------------------------------------
     @abstractmethod
@@ -253,15 +234,64 @@ class FrequencyOracle(ABC):
 
     # -- aggregator ------------------------------------------------------------------------
     @property
+    @abstractmethod
     def support_size(self) -> int:
         """Length of the support vector."""
-        return self.domain_size
 
     @property
     def support_work(self) -> int:
         """Cells `support` touches per report, by which the aggregator sizes its chunks: the
-        whole support vector unless an oracle says less (a sketch touches one row)."""
+        whole support vector unless a mechanism says less (a sketch touches one row)."""
         return self.support_size
+
+    @abstractmethod
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """Integer counts from the reports; support vectors of batches add."""
+
+
+class FrequencyOracle(ReportMechanism):
+    """An LDP frequency oracle over the domain {0, ..., domain_size - 1}.
+
+    Subclasses validate their parameters in `__init__` (keyword-only), and implement
+    `perturb_batch`, `encode`, `decode`, `support`, `estimate` and `variance`.
+    """
+
+    #: True if the constructor takes `labels` (the domain's values as strings), as the
+    #: hashing oracles do: they hash the item key of each label (docs/protocol.md).
+    takes_labels: ClassVar[bool] = False
+    #: True if `estimate` is exactly unbiased with exactly `variance` (the contract tests
+    #: check both); an oracle whose decoder is not (full RAPPOR's NNLS fit) sets it False.
+    exact_estimator: ClassVar[bool] = True
+
+    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+        self.requested_epsilon = check_report_epsilon(epsilon)
+        self.domain_size = check_int(domain_size, "domain_size", 2, 2**24)
+
+    # -- client ----------------------------------------------------------------------------
+    @abstractmethod
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        """Randomize each true value (an index into the domain) independently."""
+
+    def perturb(self, value: int, rng: Rng | None = None) -> WireReport:
+        """Randomize one value; returns its wire form. Uses the OS CSPRNG by default, through
+        `perturb_one` (the SDK's path); another source goes through `perturb_batch`."""
+        if not 0 <= int(value) < self.domain_size:
+            raise ParameterError("value", f"must be in [0, {self.domain_size}), got {value}")
+        if rng is None or isinstance(rng, SecureRandom):
+            return self.perturb_one(int(value))
+        return self.encode(self.perturb_batch(np.array([value], dtype=np.int64), rng))[0]
+
+    def perturb_one(self, value: int) -> WireReport:
+        """One report of a checked value from the OS CSPRNG. Oracles whose batch path is
+        mostly numpy's per-call overhead for one value override it with scalar draws of the
+        same exact law."""
+        batch = self.perturb_batch(np.array([value], dtype=np.int64), default_rng())
+        return self.encode(batch)[0]
+
+    # -- aggregator ------------------------------------------------------------------------
+    @property
+    def support_size(self) -> int:
+        return self.domain_size
 
     @abstractmethod
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from stream_entries import make_config, register, simulate
+from stream_entries import append, make_config, register, simulate
 
 from ldptel.aggregator import shard as shard_module
 from ldptel.aggregator.lease import Lease
@@ -201,3 +201,37 @@ def test_a_step_whose_connection_dies_while_watching_applies_nothing(
     state = StateKey(WINDOW, config.config_id)
     assert read_state(cluster_client, config.name, [0], state, 8)[0] == 500
     other_client.close()
+
+
+def test_a_packed_sketch_state_on_the_cluster_equals_a_single_servers(
+    cluster_client: Any, redis_client: Any
+) -> None:
+    # An open-domain CMS campaign (65,536 cells: packed) over three shards; entries of 10
+    # reports (sparse deltas: BITFIELD) then of 400 (dense: read under WATCH, rewritten).
+    from ldptel.client.campaign import CampaignConfig
+    from ldptel.client.hashing import item_keys
+    from ldptel.client.oracles.sketch import SketchOracle
+
+    config = CampaignConfig.from_dict(
+        {"name": "answers", "oracle": "cms", "epsilon": 2, "max_length": 16, "shards": 3,
+         "params": {"k": 256, "m": 256}}
+    ).as_created()  # fmt: skip
+    oracle = config.build_oracle()
+    assert isinstance(oracle, SketchOracle)
+    words = item_keys(f"w{i % 50}" for i in range(2700))
+    for client in (cluster_client, redis_client):
+        register(client, config)
+        rng = np.random.default_rng(9)
+        for number, (start, size) in enumerate(
+            [(i * 10, 10) for i in range(30)] + [(300 + i * 400, 400) for i in range(6)]
+        ):
+            batch = oracle.perturb_keys(words[start : start + size], rng)
+            append(client, config, batch, window=WINDOW, shard=number % 3)
+        Worker(client, batch_entries=1).run_pass()
+
+    state = StateKey(WINDOW, config.config_id)
+    on_cluster = read_state(cluster_client, "answers", range(3), state, 65536)
+    on_server = read_state(redis_client, "answers", range(3), state, 65536)
+    assert on_cluster[0] == on_server[0] == 2700
+    assert on_cluster[1].tolist() == on_server[1].tolist()
+    assert Worker(cluster_client).run_pass().entries == 0

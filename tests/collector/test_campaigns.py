@@ -156,6 +156,11 @@ def test_unknown_campaign_is_404(api: Api) -> None:
         (campaign_config(oracle="she", params={"noise": {"a": 0.5}}), "noise"),
         ({"name": "x"}, "oracle"),
         ([1, 2], "config"),
+        ({"name": "x", "oracle": "de", "epsilon": 1, "max_length": 8}, "oracle"),
+        ({"name": "x", "oracle": "cms", "epsilon": 1, "max_length": 0}, "max_length"),
+        ({"name": "x", "oracle": "cms", "epsilon": 1, "max_length": "8"}, "max_length"),
+        ({"name": "x", "oracle": "auto", "epsilon": 1, "max_length": 8, "domain": []}, "domain"),
+        ({"name": "x", "oracle": "cms", "epsilon": 1}, "domain"),
     ],
 )
 def test_invalid_config_is_400_naming_the_field(api: Api, config: Any, field: str) -> None:

@@ -407,3 +407,20 @@ def test_packed_payload_round_trips_many_reports(
     [(_, fields)] = entries(redis_client)
     oracle = CampaignConfig.from_dict(campaign_config()).build_oracle()
     assert oracle.unpack(fields[b"p"], 1000)["y"].tolist() == values
+
+
+def test_an_open_domain_campaign_takes_sketch_reports_and_names_a_bad_field(
+    api: Api, redis_client: Any
+) -> None:
+    config = {"name": "answers", "oracle": "hcms", "epsilon": 2, "max_length": 32}
+    config_id, token = api.create_campaign(config), api.create_token()
+    served = api.session.get(f"{api.url}/v1/campaigns/answers").json()
+    assert served["max_length"] == 32 and "domain" not in served
+    good = {"campaign": "answers", "config_id": config_id, "reports": [{"j": 3, "l": 7, "bit": 1}]}
+    assert api.post_reports(token, good).status_code == 202
+    for report, field in (({"j": 3, "l": 1024, "bit": 1}, "reports[0].l"),
+                          ({"j": 3, "l": 7, "bit": 2}, "reports[0].bit"),
+                          ({"j": 3, "l": 7}, "reports[0].bit")):  # fmt: skip
+        response = api.post_reports(token, {**good, "reports": [report]})
+        assert response.status_code == 400 and error_of(response)[0] == field
+    assert len(entries(redis_client, "answers")) == 1

@@ -1,0 +1,98 @@
+"""Open-domain campaigns from the command line: `ldptel report --candidates FILE` and
+`ldptel demo --scenario favorite-color`, where free-text answers with a long tail of rare
+and misspelled ones are reported against a public dictionary of colour names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ldptel_command import ldptel, one_line_error
+
+from ldptel.aggregator.model import from_json
+from ldptel.cli.demo import color_answers
+from ldptel.cli.main import main
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))
+from stream_entries import append, register
+
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.hashing import item_keys
+
+WINDOW = 1_700_006_400
+
+
+def test_report_lists_the_candidates_that_clear_the_release_threshold(
+    redis_client: Any, redis_url: str, capsys: Any, tmp_path: Path
+) -> None:
+    config = CampaignConfig.from_dict(
+        {"name": "answers", "oracle": "hcms", "epsilon": 4, "max_length": 20,
+         "params": {"k": 64, "m": 256}}
+    ).as_created()  # fmt: skip
+    register(redis_client, config)
+    words = ["yes"] * 1500 + ["no"] * 500 + [f"maybe {i}" for i in range(500)]
+    oracle = config.build_oracle()
+    append(redis_client, config, oracle.perturb_keys(item_keys(words), np.random.default_rng(1)),
+           window=WINDOW)  # fmt: skip
+    assert main(["aggregator", "run", "--once", "--quiet", "--redis-url", redis_url]) == 0
+    capsys.readouterr()
+    listed = tmp_path / "candidates.txt"
+    listed.write_text("yes\nno\n\nmaybe 1\nmaybe 2\nnever\n", encoding="utf-8")
+
+    assert main(["report", "answers", "--redis-url", redis_url, "--candidates", str(listed),
+                 "--json"]) == 0  # fmt: skip
+    saved = capsys.readouterr().out
+    (report,) = from_json(saved)["reports"]
+    assert [item["item"] for item in report["items"]] == ["yes", "no"]
+    assert report["discovery"]["candidates"] == 5 and report["discovery"]["threshold"] > 0
+    # An earlier window's discoveries as the candidates (here: the same window's).
+    (tmp_path / "found.json").write_text(saved, encoding="utf-8")
+    assert main(["report", "answers", "--redis-url", redis_url, "--candidates-from",
+                 str(tmp_path / "found.json"), "--json"]) == 0  # fmt: skip
+    (again,) = from_json(capsys.readouterr().out)["reports"]
+    assert [item["item"] for item in again["items"]] == ["yes", "no"]
+    assert again["discovery"]["source"] == "discovered in 2023-11-15T00:00:00Z"
+
+    assert main(["report", "answers", "--redis-url", redis_url, "--candidates", str(listed)]) == 0
+    table = capsys.readouterr().out
+    assert "2 of 5 candidates (file candidates.txt) discovered" in table
+    assert "release threshold" in table and "costs no privacy" in table
+
+    assert main(["report", "answers", "--redis-url", redis_url]) == 0  # no candidates
+    assert "no candidates given, so nothing is listed" in capsys.readouterr().out
+    bad = tmp_path / "bad.txt"
+    bad.write_text("ok\nnul\x00here\n", encoding="utf-8")
+    one_line_error(
+        ldptel("report", "answers", "--redis-url", redis_url, "--candidates", str(bad)),
+        "report",
+        "candidates",
+    )
+
+
+def test_favorite_color_finds_the_common_answers_and_lists_no_rare_one(tmp_path: Path) -> None:
+    page = tmp_path / "colors.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "ldptel.cli", "demo", "--scenario", "favorite-color",
+         "--n", "3000", "--epsilon", "4", "--sdk-users", "5", "--json", "--html", str(page)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (report,) = from_json(done.stdout)["reports"]
+    truth = Counter(color_answers(3000, 1.1, np.random.default_rng(2024)))  # the demo's users
+    listed = {item["item"]: item for item in report["items"]}
+    threshold = report["discovery"]["threshold"]
+
+    # Found: every answer whose count is 4 stderr above the threshold (missed w.p. < 4e-5).
+    stderr = max(item["stderr"] for item in listed.values())
+    assert {c for c, count in truth.items() if count > threshold + 4 * stderr} <= set(listed)
+    assert len(listed) >= 5
+    # Never listed: names held by one user (40 of them among the 148 candidates).
+    assert all(truth[name] > 1 for name in listed)
+    assert sum(1 for name in report["items"] if truth[name["item"]] == 1) == 0
+    assert all(item["true_count"] == truth[name] for name, item in listed.items())
+    assert report["discovery"]["candidates"] == 148
+    assert "release threshold" in page.read_text() and "costs no privacy" in page.read_text()

@@ -1,0 +1,146 @@
+"""Open-domain campaigns on the client: the config form (max_length, no domain), `auto`
+choosing a sketch by exact variance, and report() of free text through the real SDK (NFC,
+length checked, never raises, nothing of the text on disk or the wire)."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from live_collector import sent_reports, stored_reports
+
+from ldptel.analysis.audit import audit
+from ldptel.client.campaign import CampaignConfig, check_candidates
+from ldptel.client.errors import InvalidValueError, ParameterError
+from ldptel.client.hashing import item_keys
+from ldptel.client.oracles import make_oracle
+from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.status import ReportStatus
+
+OPEN = {"name": "answers", "oracle": "cms", "epsilon": 2.0, "max_length": 16}
+
+
+def test_an_open_domain_config_has_max_length_and_no_domain_in_its_json() -> None:
+    config = CampaignConfig.from_dict(OPEN).as_created()
+
+    data = config.to_dict()
+    assert data["max_length"] == 16 and "domain" not in data
+    assert CampaignConfig.from_dict(data).config_id == config.config_id
+    # Categorical configs are unchanged: no max_length member, so the same ids as before.
+    colors = {"name": "c", "oracle": "de", "epsilon": 1.0, "domain": ["a", "b"]}
+    assert "max_length" not in CampaignConfig.from_dict(colors).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"oracle": "olh"}, "oracle"),
+        ({"domain": ["a", "b"]}, "domain"),
+        ({"other_label": "a"}, "other_label"),
+        ({"levels": {"high": 1.0}}, "levels"),
+        ({"max_length": 0}, "max_length"),
+        ({"max_length": 5000}, "max_length"),
+    ],
+)
+def test_a_bad_open_domain_config_names_the_field(changes: dict[str, Any], field: str) -> None:
+    with pytest.raises(ParameterError) as error:
+        CampaignConfig.from_dict({**OPEN, **changes})
+    assert error.value.field == field
+
+
+def test_auto_chooses_the_sketch_of_lowest_variance_that_fits_and_says_why() -> None:
+    best = CampaignConfig.from_dict({**OPEN, "oracle": "auto"})
+    small = CampaignConfig.from_dict({**OPEN, "oracle": "auto", "params": {"max_report_bytes": 8}})
+
+    assert best.oracle == "cms" and small.oracle == "hcms"
+    assert best.oracle_choice is not None and small.oracle_choice is not None
+    rows = {row["oracle"]: row for row in best.oracle_choice["candidates"]}
+    assert rows["cms"]["variance"] < rows["hcms"]["variance"]
+    assert rows["hcms"]["report_bytes"] == 5 and rows["cms"]["report_bytes"] == 130
+    assert "at most 8 bytes" in small.oracle_choice["reason"]
+
+
+def test_a_value_is_reported_as_its_nfc_form_within_max_length() -> None:
+    config = CampaignConfig.from_dict(OPEN)
+    decomposed = unicodedata.normalize("NFD", "bleu café")
+
+    assert config.open_value(decomposed) == "bleu café"
+    assert config.open_value("x" * 16) == "x" * 16
+    for bad in ("x" * 17, "é" * 9, "", "tab\there"):  # é is 2 UTF-8 bytes
+        with pytest.raises(InvalidValueError):
+            config.open_value(bad)
+    assert check_candidates(["red", decomposed, "bleu café"]) == ["red", "bleu café"]
+    with pytest.raises(ParameterError, match="entry 2"):
+        check_candidates(["red", "a\x00b"])
+
+
+def test_the_sdk_reports_free_text_and_never_raises(
+    collector: Any, redis_client: Any, open_reporter: Any, state_dir: Path
+) -> None:
+    data = {**OPEN, "max_length": 24, "lifetime_epsilon": 1e6, "reports_per_window": 10}
+    collector.api.create_campaign({**data, "memoization": "exact_discloses_changes"})
+    config = CampaignConfig.from_dict({**data, "memoization": "exact_discloses_changes"})
+    config = config.as_created()
+    reporter = open_reporter(strict=False)
+
+    nfc, nfd = "crème brûlée", unicodedata.normalize("NFD", "crème brûlée")
+    assert reporter.report("answers", nfc) is ReportStatus.SPOOLED
+    assert reporter.report("answers", nfd) is ReportStatus.SPOOLED
+    assert reporter.report("answers", "zebra-unicorn-4471") is ReportStatus.SPOOLED
+    assert reporter.report("answers", "far too long for this campaign") is (
+        ReportStatus.INVALID_VALUE
+    )
+    assert reporter.report("answers", 42) is ReportStatus.INVALID_VALUE  # type: ignore[arg-type]
+    assert reporter.flush(timeout=20)
+
+    first, second, third = stored_reports(redis_client, config)
+    assert first == second != third  # one text, two spellings: one item key, one memo
+    assert set(first) == {"j", "bits"}
+    wire = b"".join(seen.body for seen in collector.faults.posted())
+    assert b"zebra" not in wire and b"cr\xc3\xa8me" not in wire
+    assert sent_reports(collector.faults.posted())
+    on_disk = b"".join(p.read_bytes() for p in state_dir.rglob("*") if p.is_file())
+    assert b"zebra" not in on_disk and "crème".encode() not in on_disk
+
+
+def test_the_open_domain_vectors_hold() -> None:
+    vectors = json.loads((Path(__file__).parents[1] / "vectors/open_domain.json").read_text())
+    config = CampaignConfig.from_dict(vectors["config"], stored=True)
+    assert config.canonical_json() == vectors["config_json"]
+    assert config.config_id == vectors["config_id"]
+    oracle = config.build_oracle()
+    assert isinstance(oracle, SketchOracle)
+    for case in vectors["values"]:
+        if not case["accepted"]:
+            with pytest.raises(InvalidValueError):
+                config.open_value(case["input"])
+            continue
+        text = config.open_value(case["input"])
+        assert text == case["nfc"]
+        key = item_keys([text])
+        assert key.tolist() == [int(case["item_key"])]
+        rows = np.arange(config.params["k"])
+        assert oracle.key_buckets(np.repeat(key, rows.size), rows).tolist() == case["hashes"]
+
+
+@pytest.mark.parametrize("oracle_name", ["cms", "hcms"])
+def test_any_two_free_texts_are_epsilon_apart_by_the_exact_audit(oracle_name: str) -> None:
+    # A report depends on a text only through its item key (perturb_keys, the SDK's path),
+    # so auditing the oracle with free texts as its labels audits the open-domain law: any
+    # two texts, worst pair included; canonically equivalent spellings are one text.
+    config = CampaignConfig.from_dict({**OPEN, "oracle": oracle_name, "params": {"k": 8, "m": 16}})
+    texts = [config.open_value(t) for t in ("blue", "bleu", "crème", "🙂 sky", "x" * 16)]
+    oracle = make_oracle(oracle_name, epsilon=config.epsilon, domain_size=len(texts),
+                         labels=texts, **config.params)  # fmt: skip
+
+    result = audit(oracle, np.random.default_rng(1), samples=4000, sampled_pairs=2)
+
+    assert not result.violated, result
+    assert result.exact_epsilon == pytest.approx(oracle.epsilon, rel=1e-9)  # tight: reached
+    assert oracle.epsilon == pytest.approx(config.epsilon)
+    nfd = unicodedata.normalize("NFD", "crème")
+    assert item_keys([config.open_value(nfd)]).tolist() == item_keys(["crème"]).tolist()
