@@ -31,6 +31,11 @@ def _template() -> Template:
     return Template(text)
 
 
+def style() -> str:
+    """The report's CSS (report.css), which the dashboard's pages share."""
+    return resources.files("ldptel.aggregator").joinpath("report.css").read_text()
+
+
 def nice_step(span: float, ticks: int = 5) -> float:
     """A round tick step (1, 2 or 5 times a power of ten) giving about `ticks` ticks."""
     raw = span / max(ticks - 1, 1)
@@ -259,4 +264,5 @@ def render_html(document: WindowDocument) -> str:
         subtitle=escape(f"Window {window['start']} to {window['end']} (UTC)"),
         body=body,
         built_at=escape(document["built_at"]),
+        style=style(),
     )

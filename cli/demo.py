@@ -25,7 +25,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -38,6 +38,7 @@ from ldptel.cli.progress import shows_progress
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.aggregator.model import WindowDocument
     from ldptel.aggregator.report import Candidates
     from ldptel.client.transport import Transport
 
@@ -100,6 +101,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=".ldptel/demo-report.html",
         metavar="FILE",
         help="where to write the HTML report (default ./.ldptel/demo-report.html)",
+    )
+    parser.add_argument(
+        "--windows",
+        type=int,
+        default=1,
+        metavar="K",
+        help="simulate K consecutive windows (the last one current) with a drifting "
+        "distribution, n users each (default 1)",
+    )
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="then serve the dashboard over the demo's data on a loopback port until Ctrl-C",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -166,12 +180,15 @@ class Scenario:
         return [counts[label] for label in self.labels]
 
 
-def scenario(args: argparse.Namespace, campaign: dict[str, Any]) -> Scenario:
-    """The users of the run: Zipf-distributed screens, or free-text colours."""
-    rng = np.random.default_rng(args.seed)
+def scenario(
+    args: argparse.Namespace, campaign: dict[str, Any], rng: np.random.Generator, drift: float
+) -> Scenario:
+    """The users of one window: screens by a Zipf law drifting with `drift` in [0, 1]
+    (`drifting_probabilities`), or free-text colours (no drift)."""
     if args.scenario == "screens":
         names = list(campaign["domain"])
-        values = zipf_values(args.n, args.domain_size, args.zipf_exponent, rng)
+        p = drifting_probabilities(args.domain_size, args.zipf_exponent, drift)
+        values = rng.choice(args.domain_size, size=args.n, p=p)
         return Scenario(campaign, [names[v] for v in values], None, names)
     from ldptel.aggregator.report import Candidates
     from ldptel.cli.color_names import COLOR_NAMES
@@ -381,6 +398,8 @@ def run(args: argparse.Namespace) -> int:
         args.sdk_users = min(SDK_USERS, args.n)
     if not 0 <= args.sdk_users <= args.n:
         raise ParameterError("sdk_users", "must be in [0, n]")
+    if not 1 <= args.windows <= 60:
+        raise ParameterError("windows", "must be in [1, 60] for the demo")
     if not 2 <= args.domain_size <= 4096:
         raise ParameterError("domain_size", "must be in [2, 4096] for the demo")
     campaign = demo_campaign(args)
@@ -402,55 +421,145 @@ def _step(description: str, show: bool, action: Callable[[], Any]) -> Any:
         stage.close()
 
 
+class SimulatedClock:
+    """The demo collector's clock: the wall clock moved back by `offset` seconds, so that the
+    simulated users of `--windows K` report into K consecutive past windows (production
+    collectors stamp windows from the wall clock only)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def now(self) -> float:
+        return time.time() - self.offset
+
+
+def drifting_probabilities(domain_size: int, exponent: float, t: float) -> NDArray[np.float64]:
+    """Zipf probabilities drifting linearly with t in [0, 1] towards the same law with the
+    2nd and 5th items swapped: one item falls, another rises, the rest stay (a visible trend)."""
+    weights = 1.0 / np.arange(1, domain_size + 1) ** exponent
+    start = weights / weights.sum()
+    end = start.copy()
+    falling, rising = min(1, domain_size - 2), min(4, domain_size - 1)
+    end[[falling, rising]] = end[[rising, falling]]
+    return np.asarray((1 - t) * start + t * end, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Filled:
+    """What the demo put in Redis: the campaign's last window document and its true counts."""
+
+    document: WindowDocument
+    true_counts: list[int]
+
+
 def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) -> int:
-    import logging
-
-    import redis
-
     from ldptel.aggregator.html import render_html
     from ldptel.aggregator.model import to_json
-    from ldptel.aggregator.report import build_window, list_windows
     from ldptel.aggregator.table import format_window
-    from ldptel.aggregator.worker import Worker
     from ldptel.cli.report import write_output
-    from ldptel.collector import create_app
     from ldptel.store.redis_server import RedisServer
-    from ldptel.store.registry import Registry
 
     show = shows_progress(sys.stderr, machine_output=args.json)
     server = _step("starting redis-server", show, lambda: RedisServer(appendonly=False).start())
     stack.callback(server.cleanup)
+    filled = fill(server.url, args, campaign, stack, show)
+    document, true_counts = filled.document, filled.true_counts
+    timings = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in Stage.TIMINGS.items())
+    print(f"stages: {timings}", file=sys.stderr)
+    for report in document["reports"]:
+        for item in report["items"]:
+            item["true_count"] = true_counts[item["index"]]
+    write_output(Path(args.html), render_html(document), "html")
+    if args.json:
+        print(to_json(document, indent=2))
+    else:
+        print(format_window(document, true_counts))
+        print(f"\nHTML report: {Path(args.html).resolve()}")
+    if args.dashboard:
+        _serve_dashboard(server.url, str(campaign["name"]), stack)
+    return 0
+
+
+def _serve_dashboard(redis_url: str, name: str, stack: ExitStack) -> None:
+    """The dashboard over the demo's Redis on a loopback port, until Ctrl-C."""
+    import redis
+
+    from ldptel.dashboard import create_app
+
+    client = redis.Redis.from_url(redis_url)
+    stack.callback(client.close)
+    base_url = stack.enter_context(serve(create_app(client)))
+    print(f"Dashboard: {base_url}/campaigns/{name} (Ctrl-C stops the demo)", flush=True)
+    with suppress(KeyboardInterrupt):
+        threading.Event().wait()
+
+
+def fill(
+    redis_url: str,
+    args: argparse.Namespace,
+    campaign: dict[str, Any],
+    stack: ExitStack,
+    show: bool = False,
+) -> Filled:
+    """The collector on a free port over `redis_url`, the campaign, args.n users in each of
+    args.windows consecutive windows (the last one the current window, where the SDK users
+    report too), one aggregator pass that stores every window's document; progress bars if
+    `show`."""
+    import logging
+
+    import redis
+
+    from ldptel.aggregator.report import build_window, list_windows
+    from ldptel.aggregator.worker import Worker
+    from ldptel.client.campaign import CampaignConfig
+    from ldptel.collector import create_app
+    from ldptel.store.registry import Registry
+
     admin_token = secrets.token_urlsafe(32)
-    app = create_app({"redis_url": server.url, "admin_token": admin_token, "rate_limit": 0})
+    clock = SimulatedClock()
+    config = {"redis_url": redis_url, "admin_token": admin_token, "rate_limit": 0}
+    app = create_app(config, clock=clock.now)
     for quiet in ("ldptel.collector.access", "werkzeug"):  # one line per request otherwise
         logging.getLogger(quiet).setLevel(logging.WARNING)
     base_url = stack.enter_context(serve(app))
 
-    users = scenario(args, campaign)
     created = _step(
         "registering campaign",
         show,
         lambda: admin_post(base_url, "/v1/campaigns", admin_token, campaign),
     )
-    config = {**campaign, "config_id": created["config_id"]}
+    stamped = {**campaign, "config_id": created["config_id"]}
+    window_seconds = CampaignConfig.from_dict(campaign).window_seconds
     token = admin_post(base_url, "/v1/tokens", admin_token, {"app": ADMIN_APP})["token"]
 
-    true_counts = users.true_counts()
-    sdk_users = args.sdk_users
-    stage = Stage("users via the SDK", show, total=sdk_users, unit="user")
-    try:
-        report_through_sdk(base_url, token, users.name, users.answers[:sdk_users], stage)
-    finally:
-        stage.close()
-    stage = Stage("users posting reports", show, total=args.n - sdk_users, unit="report")
-    try:
-        post_reports(base_url, token, config, users.answers[sdk_users:], args.seed, stage)
-    finally:
-        stage.close()
+    rng = np.random.default_rng(args.seed)
+    users: Scenario | None = None
+    for number in range(args.windows):
+        last = number == args.windows - 1
+        clock.offset = (args.windows - 1 - number) * window_seconds
+        drift = number / (args.windows - 1) if args.windows > 1 else 0.0
+        users = scenario(args, campaign, rng, drift)
+        sdk_users = args.sdk_users if last else 0
+        if sdk_users:  # on the wall clock, which the SDK's ledger reads from the collector
+            stage = Stage("users via the SDK", show, total=sdk_users, unit="user")
+            try:
+                report_through_sdk(base_url, token, users.name, users.answers[:sdk_users], stage)
+            finally:
+                stage.close()
+        label = "users posting reports"
+        if args.windows > 1:
+            label = f"window {number + 1}/{args.windows} users"
+        stage = Stage(label, show, total=args.n - sdk_users, unit="report")
+        try:
+            answers = users.answers[sdk_users:]
+            post_reports(base_url, token, stamped, answers, args.seed + number, stage)
+        finally:
+            stage.close()
+    assert users is not None  # args.windows >= 1
 
-    client = redis.Redis.from_url(server.url)
+    client = redis.Redis.from_url(redis_url)
     stack.callback(client.close)
-    stage = Stage("aggregating", show, total=args.n, unit="report")
+    stage = Stage("aggregating", show, total=args.n * args.windows, unit="report")
     try:
         Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
     finally:
@@ -464,15 +573,4 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
         stage.advance()
     finally:
         stage.close()
-    timings = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in Stage.TIMINGS.items())
-    print(f"stages: {timings}", file=sys.stderr)
-    for report in document["reports"]:
-        for item in report["items"]:
-            item["true_count"] = true_counts[item["index"]]
-    write_output(Path(args.html), render_html(document), "html")
-    if args.json:
-        print(to_json(document, indent=2))
-    else:
-        print(format_window(document, true_counts))
-        print(f"\nHTML report: {Path(args.html).resolve()}")
-    return 0
+    return Filled(document, users.true_counts())

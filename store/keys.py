@@ -71,6 +71,12 @@ def report(name: str, window: int) -> str:
     return f"{PREFIX}:report:{name}:{window}"
 
 
+def report_index(name: str) -> str:
+    """Hash: window start -> version of its stored report (bumped by every save), so readers
+    list a campaign's reports and know when a cached one was rebuilt."""
+    return f"{PREFIX}:report-index:{name}"
+
+
 def report_lock(name: str, window: int) -> str:
     """String with TTL: the worker building the report of one window (one builder at a time,
     so a slower builder cannot overwrite a newer report)."""

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from ldptel.client.errors import ParameterError
 from ldptel.store import keys
-from ldptel.store.connection import RedisClient, data
+from ldptel.store.connection import RedisClient, data, text
 
 #: 9999-12-31T23:59:59Z, the last second an ISO date can name.
 LAST_SECOND = 253_402_300_799
@@ -39,11 +39,28 @@ def parse_window(text: str) -> int:
 
 
 def save(client: RedisClient, name: str, window: int, document: bytes) -> None:
-    """Store a window's report document (JSON bytes), replacing an older build."""
+    """Store a window's report document (JSON bytes), replacing an older build, then bump
+    its version in the campaign's index (after: a version read before a load is never newer
+    than the document loaded, so a reader's cache can only be stale until the next read)."""
     client.set(keys.report(name, window), document)
+    client.hincrby(keys.report_index(name), str(window), 1)
+
+
+def versions(client: RedisClient, name: str) -> dict[int, int]:
+    """Window start -> version of every stored report of a campaign, oldest window first."""
+    index = client.hgetall(keys.report_index(name))
+    return dict(sorted((int(text(window)), int(text(n))) for window, n in index.items()))
 
 
 def load(client: RedisClient, name: str, window: int) -> bytes | None:
     """The stored report document of a window, or None if none was built yet."""
     raw = client.get(keys.report(name, window))
     return None if raw is None else data(raw)
+
+
+def load_many(client: RedisClient, name: str, windows: list[int]) -> list[bytes | None]:
+    """The stored documents of several windows in one round trip (None: not stored)."""
+    pipeline = client.pipeline(transaction=False)
+    for window in windows:
+        pipeline.get(keys.report(name, window))
+    return [None if raw is None else data(raw) for raw in pipeline.execute()]

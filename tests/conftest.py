@@ -57,3 +57,12 @@ def cluster_client(redis_cluster_url: str) -> Iterator[Any]:
     yield client
     client.flushdb()
     client.close()
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator[Any]:
+    """The dashboard tests' site: Redis filled by `ldptel demo` over several windows, with the
+    collector and the dashboard served over it (tests/dashboard_site.py)."""
+    from dashboard_site import serve_site
+
+    yield from serve_site()

@@ -34,8 +34,13 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
         {"numpy", "scipy", "redis", "prometheus_client"},
     ),
     "analysis": ({"client", "analysis"}, {"numpy"}),
+    # Reads the aggregator's documents (its model) and serves them: never the collector.
+    "dashboard": (
+        {"client", "store", "aggregator", "dashboard"},
+        {"numpy", "flask", "werkzeug"},
+    ),
     "cli": (
-        {"client", "store", "collector", "aggregator", "analysis", "cli"},
+        {"client", "store", "collector", "aggregator", "analysis", "dashboard", "cli"},
         {"numpy", "tqdm", "redis", "requests", "gunicorn", "werkzeug"},
     ),
 }

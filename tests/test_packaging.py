@@ -23,16 +23,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Source folder -> import package (ldptel/ links each one in, docs/architecture.md).
-PARTS = ("client", "store", "collector", "aggregator", "analysis", "cli")
+PARTS = ("client", "store", "collector", "aggregator", "analysis", "dashboard", "cli")
 PACKAGES = {part: f"ldptel.{part}" for part in PARTS}
 DATA_FILES = [
     "ldptel/collector/openapi.yaml",
     "ldptel/aggregator/report_template.html",
+    "ldptel/aggregator/report.css",
+    "ldptel/dashboard/page.html",
     "ldptel/client/py.typed",
     "ldptel/collector/py.typed",
     "ldptel/aggregator/py.typed",
     "ldptel/store/py.typed",
     "ldptel/analysis/py.typed",
+    "ldptel/dashboard/py.typed",
     "ldptel/py.typed",
 ]
 

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from chromium import CHROMIUM, launch
 from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.html import axis_title, nice_step, render_html
@@ -18,7 +18,6 @@ from ldptel.aggregator.worker import Worker
 from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture
@@ -59,11 +58,7 @@ def test_chromium_renders_the_chart_and_the_numbers(
     page_file.write_text(render_html(document), encoding="utf-8")
     items = document["reports"][0]["items"]
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--disable-background-networking", "--no-first-run"],
-        )  # fmt: skip
+        browser = launch(playwright)
         try:
             page = browser.new_page(viewport={"width": 1100, "height": 900})
             page.goto(page_file.as_uri())

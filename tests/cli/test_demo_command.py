@@ -10,19 +10,42 @@ import threading
 import time
 from pathlib import Path
 
+import requests
 from ldptel_command import ldptel, one_line_error, open_terminal, terminal_chunks
 
 
-def test_a_tiny_demo_says_not_enough_reports(tmp_path: Path) -> None:
-    done = ldptel("demo", "--n", "10", "--html", str(tmp_path / "tiny.html"))
-
-    assert done.returncode == 0, done.stderr
-    # stderr is a pipe: no progress bars, only the stages' timings in one line.
-    assert done.stderr.startswith("stages: starting redis-server ") and "\r" not in done.stderr
-    assert done.stderr.count("\n") == 1
-    assert "n = 10 " in done.stdout
-    assert "not enough reports: n = 10 < 100" in done.stdout
-    assert "not enough reports" in (tmp_path / "tiny.html").read_text()
+def test_a_tiny_demo_says_not_enough_reports_then_serves_the_dashboard(tmp_path: Path) -> None:
+    # Two windows of 10 users, then the dashboard over them until SIGTERM.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "demo", "--n", "10", "--windows", "2",
+         "--dashboard", "--html", str(tmp_path / "tiny.html")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        printed = []
+        for line in process.stdout:
+            printed.append(line)
+            if line.startswith("Dashboard: "):
+                break
+        assert "n = 10 " in "".join(printed)
+        assert "not enough reports: n = 10 < 100" in "".join(printed)
+        assert "not enough reports" in (tmp_path / "tiny.html").read_text()
+        page = requests.get(printed[-1].split()[1], params={"items": "home"}, timeout=30).text
+        assert page.count('<text class="gap"') == 2 and '<circle class="point"' not in page
+        started = children(process.pid)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+        assert process.returncode == 0
+        assert started and not any(alive(child) for child in started)  # its redis-server
+        # stderr is a pipe: no progress bars, only the stages' timings in one line.
+        assert stderr.startswith("stages: starting redis-server ") and "\r" not in stderr
+        assert stderr.count("\n") == 1
+    finally:
+        for pid in [*children(process.pid), process.pid]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
 
 
 def test_bad_parameters_fail_in_one_line_before_anything_starts() -> None:
@@ -30,6 +53,7 @@ def test_bad_parameters_fail_in_one_line_before_anything_starts() -> None:
     one_line_error(ldptel("demo", "--oracle", "nope"), "demo", "oracle")
     one_line_error(ldptel("demo", "--n", "5", "--sdk-users", "6"), "demo", "sdk_users")
     one_line_error(ldptel("demo", "--html", "/proc/none/r.html"), "demo", "html")
+    one_line_error(ldptel("demo", "--windows", "0"), "demo", "windows")
 
 
 def children(pid: int) -> list[int]:

@@ -29,7 +29,7 @@ def variables_the_code_reads() -> set[str]:
     fields += [f.name for f in dataclasses.fields(ServeOptions)]
     named = {env_name(name) for name in fields}
     named |= {env_name(name) + "_FILE" for name in SECRETS}
-    for folder in ("cli", "collector", "aggregator", "store"):
+    for folder in ("cli", "collector", "aggregator", "store", "dashboard"):
         for path in (ROOT / folder).rglob("*.py"):
             named |= set(re.findall(r"\bLDPTEL_[A-Z_]*[A-Z]\b", path.read_text()))
     return named | {"GUNICORN_CMD_ARGS"}

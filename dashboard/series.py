@@ -1,0 +1,231 @@
+"""What the dashboard reads: a campaign's stored window documents (ldptel.store.reports),
+reduced per window to the columns the pages draw, and cached per process by the version the
+store's index gives each document (a rebuilt window is read again; the others are not).
+
+A window document holds one report per (config, privacy level); the dashboard shows one
+*view* at a time: the level ("" = the combined report of a config with levels, or the only
+report of one without). If a window holds that level for two configs (the campaign's config
+changed inside the window), the report with more reports is shown and its config id said.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ldptel.aggregator.model import Report, WindowDocument, from_json
+from ldptel.aggregator.report import OK, privacy_sentences
+from ldptel.dashboard.charts import TrendPoint
+from ldptel.store import reports
+from ldptel.store.connection import REDIS_ERRORS, RedisClient
+from ldptel.store.reports import iso
+
+#: Documents read per round trip on a cold cache.
+LOAD_CHUNK = 32
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """One report of one window as columns (position = the item's place in `items`)."""
+
+    window: int
+    level: str
+    config_id: str
+    oracle: str
+    epsilon: float
+    memoization: str
+    status: str
+    message: str
+    n: int
+    confidence: float
+    consistency: str
+    false_flags: float
+    items: tuple[str, ...]
+    estimate: NDArray[np.float64]
+    variance: NDArray[np.float64]
+    ci_low: NDArray[np.float64]
+    ci_high: NDArray[np.float64]
+    consistent: NDArray[np.float64]
+    #: The report's privacy statement in words (aggregator/report.py, privacy_sentences).
+    privacy: tuple[str, ...]
+    #: Label -> position (one dict per domain, shared by the windows of a config).
+    positions: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    def position(self, item: str) -> int | None:
+        """Where `item` is in the columns (None: not in this report's domain)."""
+        return self.positions.get(item)
+
+
+def window_label(start: int) -> str:
+    """A window's start for people: the date, with the time unless it is midnight (UTC)."""
+    text = iso(start)
+    return text[:10] if text.endswith("T00:00:00Z") else text[:16].replace("T", " ")
+
+
+Domains = dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, int]]]
+
+
+def numbers(report: Report, domains: Domains) -> Numbers:
+    """A report as columns; `domains` interns equal item tuples (and their positions)."""
+    items = report["items"]
+
+    def column(field: str) -> NDArray[np.float64]:
+        return np.fromiter((item[field] for item in items), np.float64, len(items))  # type: ignore[literal-required]
+
+    labels = tuple(item["item"] for item in items)
+    if labels not in domains:
+        domains[labels] = (labels, {item: i for i, item in enumerate(labels)})
+    labels, positions = domains[labels]
+    longitudinal = report["privacy"].get("longitudinal")
+    return Numbers(
+        window=report["window"]["start_unix"],
+        level=report["level"],
+        config_id=report["config_id"],
+        oracle=report["oracle"],
+        epsilon=report["epsilon"],
+        memoization=longitudinal["memoization"] if longitudinal else "none",
+        status=report["status"],
+        message=report["message"],
+        n=report["n"],
+        confidence=report["confidence"],
+        consistency=report["consistency"],
+        false_flags=report["significance"]["expected_false_flags"],
+        items=labels,
+        estimate=column("estimate"),
+        variance=column("variance"),
+        ci_low=column("ci_low"),
+        ci_high=column("ci_high"),
+        consistent=column("consistent"),
+        privacy=tuple(privacy_sentences(report)),
+        positions=positions,
+    )
+
+
+def views(document: WindowDocument) -> dict[str, Report]:
+    """Level -> the report shown for it (the one with more reports if two configs hold it)."""
+    chosen: dict[str, Report] = {}
+    for report in document["reports"]:
+        held = chosen.get(report["level"])
+        if held is None or report["n"] > held["n"]:
+            chosen[report["level"]] = report
+    return chosen
+
+
+@dataclass(frozen=True)
+class WindowNumbers:
+    """A stored window: its start, its document's version and its reports as columns, by
+    level."""
+
+    window: int
+    version: int
+    built_at: str
+    by_level: dict[str, Numbers]
+
+
+class Campaigns:
+    """Reads and caches the stored documents of every campaign (thread-safe: one lock)."""
+
+    def __init__(self, client: RedisClient) -> None:
+        self.client = client
+        self._lock = threading.Lock()
+        self._windows: dict[tuple[str, int], WindowNumbers] = {}
+        self._domains: Domains = {}
+        #: The last full document read per campaign, with its window and version.
+        self._documents: dict[str, tuple[int, int, WindowDocument]] = {}
+
+    def document(self, name: str, window: int, version: int) -> WindowDocument | None:
+        """One stored document, checked against the model (the latest window's chart); the
+        campaign's last one is kept while its version holds."""
+        with self._lock:
+            held = self._documents.get(name)
+        if held is not None and held[:2] == (window, version):
+            return held[2]
+        raw = reports.load(self.client, name, window)
+        if raw is None:
+            return None
+        document = from_json(raw)
+        with self._lock:
+            self._documents[name] = (window, version, document)
+        return document
+
+    def warm(self, names: list[str]) -> None:
+        """Read every campaign's documents into the cache (a Redis error leaves it for the
+        pages to try again)."""
+        try:
+            for name in names:
+                self.windows(name)
+        except REDIS_ERRORS:
+            return
+
+    def _load(self, name: str, windows: list[int]) -> Iterator[tuple[int, bytes | None]]:
+        """The stored documents of `windows`, LOAD_CHUNK per round trip (a year of documents
+        of 1,000 items is ~90 MB: never all in one reply)."""
+        for start in range(0, len(windows), LOAD_CHUNK):
+            chunk = windows[start : start + LOAD_CHUNK]
+            yield from zip(chunk, reports.load_many(self.client, name, chunk), strict=True)
+
+    def windows(self, name: str) -> list[WindowNumbers]:
+        """Every stored window of a campaign, oldest first; only new or rebuilt documents
+        are read from Redis."""
+        versions = reports.versions(self.client, name)
+        with self._lock:
+            stale = [
+                window
+                for window, version in versions.items()
+                if (held := self._windows.get((name, window))) is None or held.version != version
+            ]
+        fresh = {}
+        for window, raw in self._load(name, stale):
+            if raw is not None:
+                document = from_json(raw)
+                by_level = {
+                    level: numbers(report, self._domains)
+                    for level, report in views(document).items()
+                }
+                fresh[window] = WindowNumbers(
+                    window, versions[window], document["built_at"], by_level
+                )
+        with self._lock:
+            for window, held in fresh.items():
+                self._windows[(name, window)] = held
+            return [w for v in versions if (w := self._windows.get((name, v))) is not None]
+
+
+def trend(windows: list[WindowNumbers], level: str, item: str) -> list[TrendPoint]:
+    """An item across windows, oldest first: numbers where the window's report of `level`
+    has enough reports and holds the item, else the status (not plotted)."""
+    points = []
+    for held in windows:
+        report = held.by_level.get(level)
+        if report is None:
+            continue
+        position = report.position(item)
+        window, label = report.window, window_label(report.window)
+        if not report.ok or position is None:
+            status = report.status if not report.ok else "item not in this window's domain"
+            points.append(TrendPoint(window, label, report.config_id, report.n, status))
+            continue
+        points.append(
+            TrendPoint(
+                window,
+                label,
+                report.config_id,
+                report.n,
+                report.status,
+                estimate=float(report.estimate[position]),
+                stderr=math.sqrt(report.variance[position]),
+                ci_low=float(report.ci_low[position]),
+                ci_high=float(report.ci_high[position]),
+                consistent=float(report.consistent[position]),
+            )
+        )
+    return points

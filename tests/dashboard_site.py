@@ -1,0 +1,80 @@
+"""The dashboard's test site (the `site` fixture of tests/conftest.py): a private
+redis-server filled by `ldptel demo`'s simulated users over several windows (through the real
+collector, over HTTP) and aggregated; plus one older window whose stored report has too few
+reports. The collector (report API, analyst token) and the dashboard are served on loopback
+over that Redis for the whole session."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from ldptel.aggregator.report import build_window, store_window
+from ldptel.cli import demo
+from ldptel.client.campaign import DAY
+from ldptel.collector import create_app as create_collector
+from ldptel.dashboard import create_app as create_dashboard
+from ldptel.store import reports
+from ldptel.store.redis_server import RedisServer
+from ldptel.store.registry import Registry
+
+ANALYST_TOKEN = "analyst-token-for-tests-0123"
+#: Windows the demo fills (n users each); one older, empty window is added before them.
+WINDOWS = 4
+USERS = 4000
+
+
+@dataclass(frozen=True)
+class Site:
+    client: Any
+    dashboard: str
+    collector: str
+    campaign: str
+    #: Window starts, oldest first; the first has too few reports.
+    windows: list[int]
+
+    def window_document(self, window: int) -> Any:
+        """A stored document through the collector's report API (the JSON API)."""
+        response = requests.get(
+            f"{self.collector}/v1/campaigns/{self.campaign}/reports/{window}",
+            headers={"Authorization": f"Bearer {ANALYST_TOKEN}"},
+            timeout=10,
+        )
+        response.raise_for_status()
+        return response.json()
+
+
+def demo_arguments(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    args.sdk_users = 0  # the SDK path is the demo test's; here only the HTTP users
+    return args
+
+
+def serve_site() -> Iterator[Site]:
+    """Fill, serve, yield the site; stop everything after."""
+    import redis
+
+    arguments = ["--windows", str(WINDOWS), "--n", str(USERS), "--oracle", "olh", "--seed", "7"]
+    with ExitStack() as stack, RedisServer(appendonly=False) as server:
+        args = demo_arguments(*arguments)
+        demo.fill(server.url, args, demo.demo_campaign(args), stack)
+        client = redis.Redis.from_url(server.url)
+        stack.callback(client.close)
+        first = min(reports.versions(client, demo.CAMPAIGN))
+        empty = build_window(client, Registry(client), demo.CAMPAIGN, first - DAY)
+        store_window(client, empty)  # the aggregator's report of a window nobody reported in
+        collector = create_collector({"redis_url": server.url, "analyst_token": ANALYST_TOKEN})
+        yield Site(
+            client=client,
+            dashboard=stack.enter_context(demo.serve(create_dashboard(client))),
+            collector=stack.enter_context(demo.serve(collector)),
+            campaign=demo.CAMPAIGN,
+            windows=list(reports.versions(client, demo.CAMPAIGN)),
+        )
