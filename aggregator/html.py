@@ -5,13 +5,22 @@ No scripts, no external files: it opens anywhere, including offline."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from html import escape
 from importlib import resources
 from string import Template
 
-from ldptel.aggregator.model import Combined, Item, LevelRow, Report, WindowDocument
+from ldptel.aggregator.model import (
+    Combined,
+    DistributionEstimate,
+    Item,
+    LevelRow,
+    Numeric,
+    Report,
+    WindowDocument,
+)
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
-from ldptel.aggregator.table import discovery_sentence
+from ldptel.aggregator.table import discovery_sentence, value_text
 
 #: Items drawn in the chart (the largest estimates); the table always lists every item.
 CHART_ITEMS = 40
@@ -114,6 +123,124 @@ def chart_svg(items: list[Item], confidence: float) -> str:
     return "".join(parts)
 
 
+def _axis(low: float, high: float, height: int, x: Callable[[float], float]) -> list[str]:
+    """Grid lines and labels of round values between low and high on a chart's x axis."""
+    step = nice_step(high - low)
+    return [
+        f'<line class="grid" x1="{x(value):.1f}" y1="{_PAD - 6}" x2="{x(value):.1f}" '
+        f'y2="{height - _PAD}"/><text x="{x(value):.1f}" y="{height - 6}" '
+        f'text-anchor="middle">{value_text(value)}</text>'
+        for value in (
+            tick * step for tick in range(math.ceil(low / step), math.floor(high / step) + 1)
+        )
+    ]
+
+
+def mean_svg(numeric: Numeric, confidence: float) -> str:
+    """The mean as a dot on the range's axis, with its confidence interval as whiskers."""
+    mean = numeric["mean"]
+    low = min(numeric["low"], mean["ci_low"])
+    high = max(numeric["high"], mean["ci_high"])
+    span = _WIDTH - 2 * _PAD
+
+    def x(value: float) -> float:
+        return float(_PAD + (value - low) / (high - low) * span)
+
+    height, middle = 90, 34
+    ci_low, ci_high = x(mean["ci_low"]), x(mean["ci_high"])
+    title = (
+        f"mean {value_text(mean['estimate'])}, {confidence:.0%} CI "
+        f"[{value_text(mean['ci_low'])}, {value_text(mean['ci_high'])}]"
+    )
+    return "".join(
+        [
+            f'<svg class="chart mean-chart" xmlns="http://www.w3.org/2000/svg" role="img" '
+            f'viewBox="0 0 {_WIDTH} {height}" aria-label="{escape(title)}">',
+            *_axis(low, high, height, x),
+            f'<line class="ci" x1="{ci_low:.1f}" y1="{middle}" x2="{ci_high:.1f}" y2="{middle}"/>',
+            *(
+                f'<line class="ci" x1="{end:.1f}" y1="{middle - 8}" x2="{end:.1f}" '
+                f'y2="{middle + 8}"/>'
+                for end in (ci_low, ci_high)
+            ),
+            f'<circle class="mean" cx="{x(mean["estimate"]):.1f}" cy="{middle}" r="6">'
+            f"<title>{escape(title)}</title></circle></svg>",
+        ]
+    )
+
+
+def distribution_svg(distribution: DistributionEstimate) -> str:
+    """The estimated distribution: one bar per bucket (its probability, left scale) and the
+    CDF as a line (0 to 1, the chart's full height)."""
+    buckets = distribution["buckets"]
+    low, high = buckets[0]["low"], buckets[-1]["high"]
+    top = max(max(b["probability"] for b in buckets), 1e-12)
+    span, height = _WIDTH - 2 * _PAD, 260
+    plot = height - 2 * _PAD
+
+    def x(value: float) -> float:
+        return float(_PAD + (value - low) / (high - low) * span)
+
+    def y(fraction: float) -> float:
+        return float(height - _PAD - fraction * plot)
+
+    parts = [
+        f'<svg class="chart distribution-chart" xmlns="http://www.w3.org/2000/svg" '
+        f'role="img" viewBox="0 0 {_WIDTH} {height}" '
+        'aria-label="estimated distribution: histogram and CDF">',
+        *_axis(low, high, height, x),
+    ]
+    for bucket in buckets:
+        left, right = x(bucket["low"]), x(bucket["high"])
+        parts.append(
+            f'<rect class="bucket" data-probability="{bucket["probability"]:.6g}" '
+            f'x="{left:.2f}" y="{y(bucket["probability"] / top):.2f}" '
+            f'width="{max(right - left, 0.2):.2f}" '
+            f'height="{bucket["probability"] / top * plot:.2f}"><title>'
+            f"[{value_text(bucket['low'])}, {value_text(bucket['high'])}): "
+            f"{bucket['probability']:.4f}</title></rect>"
+        )
+    steps = [f"{x(low):.1f},{y(0.0):.1f}"] + [
+        f"{x(b['high']):.1f},{y(min(b['cdf'], 1.0)):.1f}" for b in buckets
+    ]
+    parts.append(f'<polyline class="cdf" points="{" ".join(steps)}"/></svg>')
+    return "".join(parts)
+
+
+def numeric_html(report: Report, numeric: Numeric) -> str:
+    """A numeric report's mean (chart and row) and, for distribution mechanisms, the
+    histogram with its CDF and the quantiles."""
+    mean = numeric["mean"]
+    confidence = f"{report['confidence']:.0%} CI"
+    parts = [
+        f'<p class="note">Range [{value_text(numeric["low"])}, {value_text(numeric["high"])}]'
+        f": {escape(numeric['clipping'])}.</p>",
+        mean_svg(numeric, report["confidence"]),
+        '<table class="mean"><thead><tr><th></th><th>estimate</th><th>stderr</th>'
+        f"<th>{confidence}</th><th>worst-case stderr</th></tr></thead><tbody>"
+        f'<tr><td>mean</td><td class="estimate">{value_text(mean["estimate"])}</td>'
+        f'<td>{value_text(mean["stderr"])}</td><td class="ci">'
+        f"[{value_text(mean['ci_low'])}, {value_text(mean['ci_high'])}]</td>"
+        f"<td>{value_text(mean['worst_case_stderr'])}</td></tr></tbody></table>",
+        f'<p class="note">{escape(mean["method"])}.</p>',
+    ]
+    distribution = numeric.get("distribution")
+    if distribution is not None:
+        quantiles = "".join(
+            f'<tr data-q="{q["q"]:g}"><td>{q["q"]:g}</td><td>{value_text(q["value"])}</td></tr>'
+            for q in distribution["quantiles"]
+        )
+        parts += [
+            distribution_svg(distribution),
+            f'<p class="note">Bars: the estimated probability of each bucket; line: the '
+            f"estimated CDF (0 at the bottom, 1 at the top). {escape(distribution['method'])}."
+            "</p>",
+            '<table class="quantiles"><thead><tr><th>quantile</th><th>value</th></tr></thead>'
+            f"<tbody>{quantiles}</tbody></table>",
+        ]
+    return "\n".join(parts)
+
+
 def table_html(report: Report) -> str:
     """Every item with its numbers, largest estimate first (and the true count, if known)."""
     confidence = f"{report['confidence']:.0%} CI"
@@ -188,6 +315,9 @@ def summary_html(report: Report) -> str:
     if (discovery := report.get("discovery")) is not None:
         found = f"{discovery['discovered']} of {discovery['candidates']:,} candidates"
         tiles.append(("discovered (above the release threshold)", found))
+    elif "numeric" in report:
+        mean = report["numeric"]["mean"]
+        tiles.append(("mean", f"{value_text(mean['estimate'])} ± {value_text(mean['stderr'])}"))
     elif report["items"]:
         flagged = sum(1 for i in report["items"] if i["significant"])
         tiles.append(("significantly above 0", f"{flagged} of {len(report['items'])} items"))
@@ -226,6 +356,8 @@ def report_section(report: Report) -> str:
         ]
         if report["items"]:
             parts += [chart_svg(report["items"], report["confidence"]), table_html(report)]
+    elif "numeric" in report:
+        parts.append(numeric_html(report, report["numeric"]))
     else:
         shown = min(CHART_ITEMS, len(report["items"]))
         significance = report["significance"]

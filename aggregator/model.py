@@ -158,6 +158,65 @@ class Discovery(TypedDict):
     statement: str
 
 
+class MeanEstimate(TypedDict):
+    """The mean of a numeric campaign's clipped values: the unbiased estimate, the variance
+    estimated from the reports (conservative: it includes the values' own spread), its
+    standard error and confidence interval (normal approximation), and the exact worst-case
+    standard error over all inputs (a bound that depends on no data)."""
+
+    estimate: float
+    variance: float
+    stderr: float
+    ci_low: float
+    ci_high: float
+    worst_case_stderr: float
+    method: str
+
+
+class Bucket(TypedDict):
+    """One bucket [low, high) of an estimated distribution, around a grid level `point`:
+    the consistent probability (>= 0, summing to 1), the estimator's own value `raw`, and
+    the CDF at the bucket's end."""
+
+    low: float
+    high: float
+    point: float
+    probability: float
+    raw: float
+    cdf: float
+
+
+class Quantile(TypedDict):
+    """The q-quantile of an estimated distribution."""
+
+    q: float
+    value: float
+
+
+class DistributionEstimate(TypedDict):
+    """The estimated distribution of the clipped values (sw, dbitflip): a histogram over
+    buckets, its CDF and quantiles."""
+
+    method: str
+    buckets: list[Bucket]
+    quantiles: list[Quantile]
+
+
+class _Numeric(TypedDict):
+    low: float
+    high: float
+    resolution: int
+    clipping: str
+    mean: MeanEstimate
+
+
+class Numeric(_Numeric, total=False):
+    """A numeric campaign's estimates: its range, the mean, and for distribution
+    mechanisms the distribution."""
+
+    distribution: DistributionEstimate
+
+
 class _Report(TypedDict):
     campaign: str
     config_id: str
@@ -172,18 +231,23 @@ class _Report(TypedDict):
     min_reports: int
     confidence: float
     consistency: str
-    significance: Significance
     privacy: Privacy
+    #: The domain's items (empty for a numeric campaign).
     items: list[Item]
 
 
 class Report(_Report, total=False):
     """The estimates of one (config, privacy level) in one window."""
 
+    #: A categorical campaign: how items were flagged significantly above zero.
+    significance: Significance
     #: A config with privacy levels: the report combining them (level "").
     combined: Combined
     #: An open-domain config: its candidates and release threshold.
     discovery: Discovery
+    #: A numeric campaign (a range instead of a domain): the mean and distribution (absent
+    #: while n < min_reports, as its items would be).
+    numeric: Numeric
     #: Present when the stated stderr and intervals are not calibrated (full RAPPOR decoded
     #: by its LASSO selection, more candidates than m k / 4): why, and how far off.
     uncalibrated: str

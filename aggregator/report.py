@@ -32,13 +32,15 @@ from ldptel.aggregator.model import (
     from_json,
     to_json,
 )
+from ldptel.aggregator.numeric import numeric_estimates
 from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
+from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.oracles.sketch import SketchOracle
@@ -205,7 +207,7 @@ def fit_statistics(
     }
 
 
-def privacy_section(config: CampaignConfig, oracle: FrequencyOracle, n: int) -> Privacy:
+def privacy_section(config: CampaignConfig, oracle: Mechanism, n: int) -> Privacy:
     """Local epsilon, per-user epsilon in the window, and the shuffle-amplified guarantee."""
     per_user = oracle.epsilon * config.reports_per_window
     users = n // config.reports_per_window
@@ -365,7 +367,7 @@ def _head(
     privacy: Privacy,
 ) -> Report:
     """The fields every report has, with no items yet."""
-    return {
+    report: Report = {
         "campaign": config.name,
         "config_id": state.config_id,
         "level": state.level,
@@ -379,16 +381,18 @@ def _head(
         "min_reports": options.min_reports,
         "confidence": options.confidence,
         "consistency": ALIASES.get(options.consistency, options.consistency),
-        "significance": {
+        "privacy": privacy,
+        "items": [],
+    }
+    if not config.numeric:  # a numeric campaign has no items to flag
+        report["significance"] = {
             # Over the domain; an open-domain report sets it over its candidates.
             "z": significance_z(max(config.domain_size, 1), options.false_flags),
             "expected_false_flags": options.false_flags,
             "rule": "estimate > threshold = z * stderr under f = 0 (one-sided, Bonferroni)",
             "method": NORMAL,
-        },
-        "privacy": privacy,
-        "items": [],
-    }
+        }
+    return report
 
 
 def _not_enough(report: Report) -> bool:
@@ -444,7 +448,7 @@ def _items(labels: Sequence[str], stats: ItemColumns) -> list[Item]:
 
 def build_report(
     config: CampaignConfig,
-    oracle: FrequencyOracle,
+    oracle: Mechanism,
     state: StateKey,
     n: int,
     support: NDArray[np.int64],
@@ -454,6 +458,10 @@ def build_report(
     """The report of one state's merged n and support."""
     privacy = privacy_section(config, oracle, n)
     report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
+    if isinstance(oracle, NumericMechanism):
+        if not _not_enough(report):
+            report["numeric"] = numeric_estimates(oracle, support, n, options.confidence)
+        return report
     if not _not_enough(report):
         stats = item_statistics(oracle, support, n, options)
         report["items"] = _items(config.domain, stats)
@@ -642,6 +650,7 @@ def level_reports(
     reports: list[Report] = []
     for level in sorted(config.levels, key=lambda level: (config.levels[level], level)):
         oracle = registry.oracle(config_id, level)
+        assert not isinstance(oracle, NumericMechanism)  # numeric configs declare no levels
         n = 0
         if oracle is not None:  # None: the level does not report (threshold strategy)
             state = StateKey(window, config_id, level)

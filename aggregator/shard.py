@@ -22,7 +22,8 @@ from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
 from ldptel.aggregator.state import StateKey, add_delta, read_packed, rewrites
 from ldptel.client.errors import InvalidLevelError, LdptelError
-from ldptel.client.oracles import FrequencyOracle, ReportBatch
+from ldptel.client.oracles import ReportBatch
+from ldptel.client.oracles.base import ReportMechanism
 from ldptel.store import codec, keys
 from ldptel.store.codec import CorruptEntryError
 from ldptel.store.connection import (
@@ -49,7 +50,7 @@ class Parsed:
     """A decoded stream entry."""
 
     state: StateKey
-    oracle: FrequencyOracle
+    oracle: ReportMechanism
     n: int
     batch: ReportBatch
 
@@ -125,7 +126,7 @@ def _concatenate(batches: list[ReportBatch]) -> ReportBatch:
     return {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
 
 
-def _chunks(oracle: FrequencyOracle, batches: list[ReportBatch]) -> Iterator[ReportBatch]:
+def _chunks(oracle: ReportMechanism, batches: list[ReportBatch]) -> Iterator[ReportBatch]:
     """Merge batches into chunks of about CELL_BUDGET / support_work reports."""
     limit = max(1, CELL_BUDGET // oracle.support_work)
     chunk: list[ReportBatch] = []
@@ -140,7 +141,7 @@ def _chunks(oracle: FrequencyOracle, batches: list[ReportBatch]) -> Iterator[Rep
         yield _concatenate(chunk)
 
 
-def _valid_support(oracle: FrequencyOracle, batch: ReportBatch) -> NDArray[np.int64] | None:
+def _valid_support(oracle: ReportMechanism, batch: ReportBatch) -> NDArray[np.int64] | None:
     """The support of a batch, or None if its values are outside what the oracle accepts
     (the collector validated them, so this means the stored bytes were corrupted)."""
     try:
@@ -153,7 +154,7 @@ def _valid_support(oracle: FrequencyOracle, batch: ReportBatch) -> NDArray[np.in
 
 
 def group_support(
-    oracle: FrequencyOracle, entries: list[tuple[bytes, Parsed]]
+    oracle: ReportMechanism, entries: list[tuple[bytes, Parsed]]
 ) -> tuple[NDArray[np.int64], list[bytes]]:
     """Total support of many entries of one state, and the ids of entries whose values are
     corrupt (found by recounting entry by entry only when a merged count fails)."""

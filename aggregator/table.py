@@ -5,12 +5,65 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
-from ldptel.aggregator.model import LevelRow, Report, WindowDocument
+from ldptel.aggregator.model import Bucket, LevelRow, Numeric, Report, WindowDocument
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+
+#: Rows of a distribution's histogram in a table (adjacent buckets merged to fit).
+TABLE_BUCKETS = 16
 
 
 def _number(value: float) -> str:
     return f"{value:,.0f}"
+
+
+def value_text(value: float) -> str:
+    """A number in a numeric campaign's units (4 significant digits)."""
+    return f"{value:,.4g}"
+
+
+def merged_buckets(buckets: list[Bucket], rows: int) -> list[tuple[float, float, float, float]]:
+    """(low, high, probability, cdf) of at most `rows` runs of adjacent buckets."""
+    size = -(-len(buckets) // rows)
+    runs = [buckets[i : i + size] for i in range(0, len(buckets), size)]
+    return [
+        (run[0]["low"], run[-1]["high"], sum(b["probability"] for b in run), run[-1]["cdf"])
+        for run in runs
+    ]
+
+
+def numeric_lines(report: Report, numeric: Numeric) -> list[str]:
+    """A numeric report's mean with its CI and, for distribution mechanisms, a histogram
+    (adjacent buckets merged into at most TABLE_BUCKETS rows) and quantiles."""
+    mean = numeric["mean"]
+    confidence = f"{report['confidence']:.0%} CI"
+    bounds = f"[{value_text(numeric['low'])}, {value_text(numeric['high'])}]"
+    lines = [
+        f"range {bounds} ({numeric['clipping']})",
+        "",
+        *aligned(
+            [
+                ["", "estimate", "stderr", confidence, "worst-case stderr"],
+                [
+                    "mean",
+                    value_text(mean["estimate"]),
+                    value_text(mean["stderr"]),
+                    f"[{value_text(mean['ci_low'])}, {value_text(mean['ci_high'])}]",
+                    value_text(mean["worst_case_stderr"]),
+                ],
+            ]
+        ),
+    ]
+    distribution = numeric.get("distribution")
+    if distribution is None:
+        return lines
+    rows = [["bucket", "probability", "cdf"]] + [
+        [f"[{value_text(low)}, {value_text(high)})", f"{p:.4f}", f"{cdf:.4f}"]
+        for low, high, p, cdf in merged_buckets(distribution["buckets"], TABLE_BUCKETS)
+    ]
+    quantiles = "  ".join(
+        f"q{q['q']:g} {value_text(q['value'])}" for q in distribution["quantiles"]
+    )
+    return [*lines, "", *aligned(rows), "", f"quantiles: {quantiles}"]
 
 
 def levels_table(rows: list[LevelRow]) -> list[str]:
@@ -61,6 +114,8 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
         lines += ["", *levels_table(combined["levels"])]
     if report["status"] == NOT_ENOUGH:
         return "\n".join([*lines, "", report["message"]])
+    if "numeric" in report:
+        return "\n".join([*lines, "", *numeric_lines(report, report["numeric"])])
     confidence = f"{report['confidence']:.0%} CI"
     header = ["item", "estimate", "stderr", confidence, report["consistency"], "signif."]
     if true_counts is not None:

@@ -196,12 +196,14 @@ def _campaign(args: argparse.Namespace) -> int:
             config = registry.current_config(name)
             if campaign is not None and config is not None:
                 state = "retired" if campaign.retired else "active"
-                size = (
-                    f"max_length={config.max_length}" if config.open_domain
-                    else f"d={len(config.domain)}"
-                )  # fmt: skip
+                if config.open_domain:
+                    values = f"max_length={config.max_length}"
+                elif config.range is not None:
+                    values = f"range={list(config.range)}"
+                else:
+                    values = f"d={config.domain_size}"
                 print(f"{name}  {state}  {config.oracle}  epsilon={config.epsilon:g}  "
-                      f"{size}  config_id={campaign.config_id}")  # fmt: skip
+                      f"{values}  config_id={campaign.config_id}")  # fmt: skip
         return 0
     if args.campaign_action == "retire":
         if not registry.retire(args.name):

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeAlias
 
 from ldptel.client.canonical import canonical_json
 from ldptel.client.errors import (
@@ -34,6 +34,9 @@ from ldptel.client.levels import (
     check_strategy,
     reporting_epsilon,
 )
+from ldptel.client.numeric import NumericMechanism, choose_mechanism, numeric_class
+from ldptel.client.numeric.auto import AUTO_NUMERIC
+from ldptel.client.numeric.base import check_range
 from ldptel.client.oracles import FrequencyOracle, oracle_class
 from ldptel.client.oracles.auto import (
     OPEN_DOMAIN_ORACLES,
@@ -42,6 +45,12 @@ from ldptel.client.oracles.auto import (
     choose_oracle,
 )
 from ldptel.client.oracles.base import check_epsilon, check_int
+
+#: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
+#: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
+#: storage, integer support: all the collector and the window state need); the union lets the
+#: SDK and the report builder tell the two kinds apart.
+Mechanism: TypeAlias = FrequencyOracle | NumericMechanism
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -99,6 +108,10 @@ class CampaignConfig:
     #: RAPPOR's f, THE's theta) that `params` does not fix, written when the config is
     #: created (`as_created`); absent from the JSON when empty.
     level_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: A numeric campaign's [low, high] (ldptel.client.numeric): it has no `domain` (empty
+    #: here, absent from the JSON) and a numeric mechanism as `oracle`; None (absent from the
+    #: JSON) for a categorical campaign, so those keep their ids.
+    range: tuple[float, float] | None = None
     #: True for a config stored before ids hashed RFC 8785 JSON: its id is the hash of
     #: `legacy_json` and stays so (ids are computed once, at creation). Not part of the JSON.
     legacy_id: bool = field(default=False, compare=False)
@@ -116,10 +129,14 @@ class CampaignConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ParameterError(unknown[0], "unknown field")
-        open_domain = "max_length" in data
-        for required in ("name", "oracle", "epsilon", *(() if open_domain else ("domain",))):
+        open_domain, numeric = "max_length" in data, "range" in data
+        if open_domain and numeric:
+            raise ParameterError("range", "a campaign has max_length or range, not both")
+        kind_fields = () if open_domain or numeric else ("domain",)
+        for required in ("name", "oracle", "epsilon", *kind_fields):
             if required not in data:
-                extra = " (or max_length, for free-text values)" if required == "domain" else ""
+                extra = " (or max_length for free text, or range for numbers)"
+                extra = extra if required == "domain" else ""
                 raise ParameterError(required, "is required" + extra)
         name = data["name"]
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
@@ -127,13 +144,18 @@ class CampaignConfig:
         if not isinstance(data["oracle"], str):
             raise ParameterError("oracle", "must be a string")
         max_length = _check_open_domain(data) if open_domain else None
-        domain = [] if open_domain else check_domain(data["domain"], stored=stored)
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise ParameterError("params", "must be an object")
         lifetime = data.get("lifetime_epsilon")
         epsilon = check_epsilon(data["epsilon"])
-        oracle, params, choice = _resolve_oracle(data, max_length, len(domain), epsilon, params)
+        if numeric:
+            domain, value_range = [], _check_numeric(data)
+            oracle, params, choice = _resolve_numeric(data, epsilon, value_range, params)
+        else:
+            domain = [] if open_domain else check_domain(data["domain"], stored=stored)
+            value_range = None
+            oracle, params, choice = _resolve_oracle(data, max_length, len(domain), epsilon, params)
         levels = check_levels(data.get("levels", {}))
         if levels and max(levels.values()) > epsilon:
             raise ParameterError("levels", f"level epsilons must be <= epsilon ({epsilon:g})")
@@ -171,8 +193,9 @@ class CampaignConfig:
             oracle_choice=choice,
             level_params=_check_level_params(data.get("level_params", {}), levels),
             memoization=memoization,
+            range=value_range,
         )
-        config.build_oracle()  # the oracle validates its own parameters
+        config.build_mechanism()  # the oracle validates its own parameters
         for level in levels:  # and at each level's epsilon (e.g. a fixed OLH g too small)
             if config.level_oracle(level) is None and level in config.level_params:
                 raise ParameterError("level_params", f"level {level!r} does not report")
@@ -187,8 +210,12 @@ class CampaignConfig:
         data["domain"] = list(self.domain)
         if self.max_length is None:
             del data["max_length"]  # absent unless open-domain: other configs keep their ids
+        if self.range is None:
+            del data["range"]  # absent unless numeric: other configs keep their ids
         else:
-            del data["domain"]  # an open domain has no list (not even an empty one)
+            data["range"] = list(self.range)
+        if self.max_length is not None or self.range is not None:
+            del data["domain"]  # an open domain or a range has no list (not even an empty one)
         data["params"] = copy.deepcopy(dict(self.params))
         if self.oracle_choice is not None:
             data["oracle_choice"] = copy.deepcopy(dict(self.oracle_choice))
@@ -278,7 +305,7 @@ class CampaignConfig:
         `level_params` when the config declares levels. Served with the config, so that no
         client derives one, and stored, so that neither a later default nor another rounding
         rule can change what an existing campaign's reports mean."""
-        oracle = self.build_oracle()
+        oracle = self.build_mechanism()
         if not self.levels:
             derived = {**oracle.fixed_params(), **oracle.derived_params()}
             return replace(self, params={**derived, **self.params})
@@ -295,11 +322,37 @@ class CampaignConfig:
                 per_level[level] = own
         return replace(shared, level_params=per_level)
 
+    @property
+    def numeric(self) -> bool:
+        """True for a numeric campaign (a `range`, a numeric mechanism)."""
+        return self.range is not None
+
+    def build_mechanism(self, epsilon: float | None = None, level: str = "") -> Mechanism:
+        """The frequency oracle or numeric mechanism this config describes (`build_oracle`
+        or `build_numeric`)."""
+        if self.numeric:
+            return self.build_numeric(epsilon)
+        return self.build_oracle(epsilon, level)
+
+    def build_numeric(self, epsilon: float | None = None) -> NumericMechanism:
+        """The numeric mechanism of a numeric campaign, at `epsilon` (default: the
+        config's), over its range with `params`."""
+        if self.range is None:
+            raise ParameterError("range", f"campaign {self.name!r} is not numeric")
+        low, high = self.range
+        epsilon = self.epsilon if epsilon is None else epsilon
+        try:
+            return numeric_class(self.oracle)(epsilon=epsilon, low=low, high=high, **self.params)
+        except TypeError as error:  # an unexpected keyword in params
+            raise ParameterError("params", str(error)) from error
+
     def build_oracle(self, epsilon: float | None = None, level: str = "") -> FrequencyOracle:
         """The oracle this config describes, at `epsilon` (default: the config's), with
         `params` and the level's `level_params`. Parameters derived from epsilon (OLH's g, SS's
         k, RAPPOR's f, THE's theta) are derived anew unless the config fixes them, which every
         config created since they are served does (`as_created`)."""
+        if self.numeric:
+            raise ParameterError("oracle", f"campaign {self.name!r} is numeric (build_numeric)")
         cls = oracle_class(self.oracle)
         extra: dict[str, Any] = {"labels": list(self.domain)} if cls.takes_labels else {}
         epsilon = self.epsilon if epsilon is None else epsilon
@@ -331,6 +384,14 @@ class CampaignConfig:
                 "required", f"campaign {self.name!r} requires a privacy level (one of {known})"
             )
         return reporting_epsilon(self.levels, level, self.level_strategy, self.level_threshold)
+
+    def level_mechanism(self, level: str = "") -> Mechanism | None:
+        """`level_oracle`, or the numeric mechanism of a numeric campaign (which declares no
+        levels: `level` must be "")."""
+        if self.numeric:
+            self.reporting_epsilon(level)  # the level rule: raises for any level
+            return self.build_numeric()
+        return self.level_oracle(level)
 
     def level_oracle(self, level: str = "") -> FrequencyOracle | None:
         """The oracle a level's reports are randomized with (None: the level does not
@@ -409,6 +470,45 @@ def _check_open_domain(data: dict[str, Any]) -> int:
         allowed = ", ".join((*OPEN_DOMAIN_ORACLES, AutoOracle.name))
         raise ParameterError("oracle", f"an open-domain campaign takes {allowed}, not {oracle!r}")
     return check_int(data["max_length"], "max_length", 1, MAX_OPEN_LENGTH)
+
+
+def _check_numeric(data: dict[str, Any]) -> tuple[float, float]:
+    """The [low, high] of an untrusted numeric config, which declares neither a domain nor
+    what only categorical campaigns have (an other label, privacy levels)."""
+    value_range = data["range"]
+    if not isinstance(value_range, list) or len(value_range) != 2:
+        raise ParameterError("range", "must be a list [low, high]")
+    try:
+        low, high = check_range(*value_range)
+    except ParameterError as error:
+        raise ParameterError("range", error.reason) from error
+    for categorical in ("domain", "other_label"):
+        if data.get(categorical) is not None:
+            raise ParameterError(categorical, "a numeric campaign (range) has none")
+    for levels in ("levels", "level_params"):  # inverse-variance combination of means: later
+        if data.get(levels):
+            raise ParameterError(levels, "privacy levels are not supported for numeric campaigns")
+    return low, high
+
+
+def _resolve_numeric(
+    data: dict[str, Any], epsilon: float, value_range: tuple[float, float], params: dict[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """(mechanism name, params, oracle_choice) of an untrusted numeric config; "auto" is
+    resolved here, once, as for frequency oracles (`_resolve_oracle`)."""
+    name = numeric_class(data["oracle"]).name
+    choice = data.get("oracle_choice")
+    if name != AUTO_NUMERIC.name:
+        if choice is not None and (not isinstance(choice, dict) or choice.get("mechanism") != name):
+            raise ParameterError("oracle_choice", f"must be null or a choice of {name!r}")
+        return name, params, choice
+    if choice is not None:
+        raise ParameterError("oracle_choice", "is written when oracle 'auto' is resolved")
+    if params:
+        raise ParameterError("params", "oracle 'auto' for a numeric campaign takes none")
+    chosen = choose_mechanism(epsilon, *value_range)
+    # As JSON reads it back (lists, not tuples), so the created config equals the stored one.
+    return chosen.mechanism, {}, json.loads(json.dumps(chosen.to_dict()))
 
 
 def _check_level_params(value: object, levels: Mapping[str, float]) -> dict[str, dict[str, Any]]:

@@ -186,10 +186,16 @@ CHANGE_PATTERN = "the change pattern (which reports carry the same value) is dis
 def guarantee(config: CampaignConfig) -> Guarantee:
     """The longitudinal guarantee the ledger enforces for `config` (docs/client.md)."""
     budget = Budget.of(config)
-    per_report = config.build_oracle().epsilon
+    per_report = config.build_mechanism().epsilon
     exact = config.memoization == MEMO_EXACT
     holds_for, discloses = (SAME_PATTERN, CHANGE_PATTERN) if exact else (ANY_HISTORIES, "")
-    charge = "each distinct value's first reports" if exact else "every report"
+    if exact and config.numeric:
+        discloses = (
+            "the change pattern of the rounded grid level (which reports share one) is disclosed"
+        )
+    # A numeric campaign memoizes per grid level (alpha-point rounding, ldptel.client.memo).
+    distinct = "grid level" if config.numeric else "value"
+    charge = f"each distinct {distinct}'s first reports" if exact else "every report"
     statement = (
         f"Per install, between {holds_for}: privacy loss <= epsilon {budget.window_epsilon:g} "
         f"in any window and <= {budget.lifetime_epsilon:g} over its lifetime ({charge} "

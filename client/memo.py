@@ -21,10 +21,22 @@ No mode can both track a changing value and make a stable value's repeats free f
 histories: A,A,...,A against A,B,A,B,... drifts apart with every report of a value that is
 followed, which is why the sound default charges every report.
 
-Memo keys are keyed hashes of (config id, privacy level, value index, or an open-domain
-campaign's text), so the state file holds no value in clear; the memo is never sent. Nothing
-is drawn ahead: a config costs nothing to load, the first report of a value draws its
-randomization (benchmarks/client_overhead.py).
+Numeric campaigns (ldptel.client.numeric) report a number. Under "none" each report clips,
+rounds it to the mechanism's grid with a fresh alpha and randomizes it afresh, charged its
+epsilon, as above. Under "exact_discloses_changes" they follow Ding, Kulkarni, Yekhanin
+(NeurIPS 2017, Sec. 3): the install keeps one alpha per config (`alpha`, a keyed hash of its
+memo secret: uniform on 64 bits to anyone without the secret), so alpha-point rounding maps
+the value to a grid level deterministically, and the report of each level is drawn once and
+resent. The mean stays unbiased over installs (alpha is uniform across them); the first
+report of each level costs epsilon; and what the reports disclose is the change pattern of
+the rounded level (not of the raw value): a value moving within one level's rounding interval
+resends the same bytes. Campaigns using it should keep the grid coarse (`params.resolution`,
+e.g. 4 to 16 levels, as Ding et al.'s s), else every small change reaches a new level.
+
+Memo keys are keyed hashes of (config id, privacy level, value index or grid level, or an
+open-domain campaign's text), so the state file holds no value in clear; the memo is never
+sent. Nothing is drawn ahead: a config costs nothing to load, the first report of a value
+draws its randomization (benchmarks/client_overhead.py).
 A user who changes privacy level gets fresh randomizations at the new level's epsilon.
 """
 
@@ -36,9 +48,10 @@ import sqlite3
 
 import numpy as np
 
-from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
 from ldptel.client.errors import ParameterError
-from ldptel.client.oracles import FrequencyOracle
+from ldptel.client.numeric import NumericMechanism
+from ldptel.client.numeric.base import alpha_point_level
 from ldptel.client.oracles.base import WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.oracles.sketch import SketchOracle
@@ -59,9 +72,12 @@ _SELECT = "SELECT report, spent FROM memo WHERE key = ?"
 _ADD_SPENT = "UPDATE memo SET spent = spent + ? WHERE key = ?"
 
 
-#: A value as a randomizer takes it: the index of a label, or (open-domain campaigns, whose
-#: oracle is a sketch) the text itself, in NFC (CampaignConfig.open_value).
-Value = int | str
+#: A value as a randomizer takes it: the index of a label, a number (numeric campaigns), or
+#: (open-domain campaigns, whose oracle is a sketch) the text itself, in NFC
+#: (CampaignConfig.open_value).
+Value = int | float | str
+#: What a value is memoized under: a label's index or a number's grid level, or a text.
+MemoIndex = int | str
 
 
 def wire_json(report: WireReport) -> str:
@@ -80,7 +96,7 @@ class Randomizer:
         memo_secret: bytes,
         level: str = "",
     ) -> None:
-        oracle = config.level_oracle(level)
+        oracle = config.level_mechanism(level)
         if oracle is None:
             raise ParameterError("level", f"{level!r} does not report under this config")
         self.config = config
@@ -89,11 +105,11 @@ class Randomizer:
         self.exact = config.memoization == MEMO_EXACT
         #: What memo keys and RAPPOR's client secret are per: the config, and the level.
         self._scope = f"{self.config_id}:{level}" if level else self.config_id
-        self.oracle: FrequencyOracle = oracle
+        self.oracle: Mechanism = oracle
         #: BLAKE2b keyed with the memo secret, copied per key (keying once saves a block).
         self._keyed = hashlib.blake2b(key=memo_secret, digest_size=16)
         self._rng = SecureRandom()
-        self._final: dict[Value, str] = {}  # exact mode: values whose memo can never change
+        self._final: dict[MemoIndex, str] = {}  # exact mode: values whose memo can never change
         self._rappor: RapporClient | None = None
         #: eps_1, the epsilon of one fresh report (RAPPOR: PRR and IRR), and the bound of all
         #: reports of one value under exact memoization (RAPPOR: eps_inf; others: eps_1).
@@ -101,20 +117,36 @@ class Randomizer:
         if isinstance(self.oracle, Rappor):
             self._rappor = _rappor_client(conn, self.oracle, self._scope)
             self.permanent = self.oracle.permanent_epsilon
+        #: A numeric campaign's alpha for memoized alpha-point rounding (module docstring).
+        self.alpha = int.from_bytes(self._digest(f"alpha:{self._scope}")[:8], "little")
 
-    def key(self, index: Value) -> bytes:
+    def _digest(self, message: str) -> bytes:
         keyed = self._keyed.copy()  # = blake2b(message, key=memo_secret, digest_size=16)
-        # A text (open domain) after "s:", so it never reads as an index of another config.
-        value = f"s:{index}" if isinstance(index, str) else str(index)
-        keyed.update(f"{self._scope}:{value}".encode())
+        keyed.update(message.encode())
         return keyed.digest()
 
-    def spend(self, conn: sqlite3.Connection, index: Value) -> tuple[str, float]:
-        """The report to send for value `index` and the epsilon it costs, with its memo
-        written in exact mode (inside the caller's transaction, which charges the ledger
-        that cost; call `committed` after COMMIT)."""
+    def key(self, index: MemoIndex) -> bytes:
+        # A text (open domain) after "s:", so it never reads as an index of another config.
+        value = f"s:{index}" if isinstance(index, str) else str(index)
+        return self._digest(f"{self._scope}:{value}")
+
+    def memo_index(self, value: Value) -> MemoIndex:
+        """What a value is memoized under: a label's index or a text itself; a number's grid
+        level by alpha-point rounding with this install's fixed alpha."""
+        mechanism = self.oracle
+        if isinstance(mechanism, NumericMechanism):
+            assert not isinstance(value, str)
+            low, high, resolution = mechanism.low, mechanism.high, mechanism.resolution
+            return alpha_point_level(float(value), self.alpha, low, high, resolution)
+        return value if isinstance(value, str) else int(value)
+
+    def spend(self, conn: sqlite3.Connection, value: Value) -> tuple[str, float]:
+        """The report to send for `value` (a label's index, a number or a text) and the
+        epsilon it costs, with its memo written in exact mode (inside the caller's
+        transaction, which charges the ledger that cost; call `committed` after COMMIT)."""
         if not self.exact:
-            return self._fresh(index), self.per_report
+            return self._fresh(value), self.per_report
+        index = self.memo_index(value)
         final = self._final.get(index)
         if final is not None:
             return final, 0.0
@@ -127,7 +159,7 @@ class Randomizer:
         elif row is not None:
             report = str(row[0])
         else:
-            report = self._fresh(index)
+            report = self._fresh_memo(index)
         cost = max(min(spent + self.per_report, self.permanent) - spent, 0.0)
         if row is None:
             stored = None if self._rappor is not None else report
@@ -136,25 +168,36 @@ class Randomizer:
             conn.execute(_ADD_SPENT, (cost, key))
         return report, cost
 
-    def committed(self, index: Value, report: str) -> None:
+    def committed(self, value: Value, report: str) -> None:
         """After COMMIT: in exact mode a value whose bound is reached resends its memo from
         memory."""
         if self.exact and self._rappor is None:
-            self._final[index] = report
+            self._final[self.memo_index(value)] = report
 
-    def _fresh(self, index: Value) -> str:
-        """A fresh draw of the oracle's one-report law (RAPPOR: a new PRR for this install's
-        cohort, not the HMAC-derived one, and a new IRR; an open-domain text: the sketch's
-        report of its item key)."""
-        if isinstance(index, str):
+    def _fresh(self, value: Value) -> str:
+        """A fresh draw of the one-report law (RAPPOR: a new PRR for this install's cohort,
+        not the HMAC-derived one, and a new IRR; a number: clipped, rounded with a fresh
+        alpha, randomized; an open-domain text: the sketch's report of its item key)."""
+        if isinstance(self.oracle, NumericMechanism):
+            assert not isinstance(value, str)
+            return wire_json(self.oracle.perturb(float(value), self._rng))
+        if isinstance(value, str):
             assert isinstance(self.oracle, SketchOracle)  # open domains take sketches only
-            return wire_json(self.oracle.perturb_string(index, self._rng))
+            return wire_json(self.oracle.perturb_string(value, self._rng))
+        index = int(value)
         if self._rappor is not None:
-            value = np.array([index], dtype=np.int64)
+            values = np.array([index], dtype=np.int64)
             cohort = np.array([self._rappor.cohort], dtype=np.int64)
-            batch = self._rappor.oracle.perturb_cohorts(value, cohort, self._rng)
+            batch = self._rappor.oracle.perturb_cohorts(values, cohort, self._rng)
             return wire_json(self._rappor.oracle.encode(batch)[0])
         return wire_json(self.oracle.perturb(index, self._rng))
+
+    def _fresh_memo(self, index: MemoIndex) -> str:
+        """The report memoized for `index` (a number's grid level: the level's private law)."""
+        if isinstance(self.oracle, NumericMechanism):
+            assert isinstance(index, int)  # memo_index: a number's grid level
+            return wire_json(self.oracle.perturb_level(index, self._rng))
+        return self._fresh(index)
 
 
 def _rappor_client(conn: sqlite3.Connection, oracle: Rappor, scope: str) -> RapporClient:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import atexit
 import hashlib
 import logging
+import math
+import numbers
 import os
 import shutil
 import sqlite3
@@ -300,9 +302,13 @@ class Reporter:
     def level(self, level: str | None) -> None:
         self._level = None if level is None else _check_level_name(level)
 
-    def report(self, campaign: str, value: str, *, level: str | None = None) -> ReportStatus:
-        """Perturb `value` (a label of the campaign's domain, or any text of at most
-        `max_length` UTF-8 bytes for an open-domain campaign) and spool it for sending.
+    def report(
+        self, campaign: str, value: str | float, *, level: str | None = None
+    ) -> ReportStatus:
+        """Perturb `value` (a label of the campaign's domain; any text of at most `max_length`
+        UTF-8 bytes for an open-domain campaign; for a numeric campaign a number, clipped into
+        its range: below it counts as its low end, above as its high end) and spool it for
+        sending.
 
         `level`: the privacy level to report at (default: the Reporter's `level`); required
         for a campaign that declares levels, refused by one that does not. Never raises (but
@@ -323,13 +329,13 @@ class Reporter:
             self._count(status)
         return status
 
-    def _report(self, campaign: str, value: str, level: str | None) -> ReportStatus:
+    def _report(self, campaign: str, value: str | float, level: str | None) -> ReportStatus:
         if self._closed:
             raise ReporterClosedError("reporter", "closed; create a new Reporter")
         active = self._campaign(campaign)
         if active is None:
             return ReportStatus.RETIRED
-        index = self._index_of(active, value)
+        randomized = self._value_of(active, value)
         name = self._level_of(active.config, level)
         if not self._sender.accepting():
             raise DiskFullError("state_dir", "disk full; reports resume once the spool is sent")
@@ -343,10 +349,10 @@ class Reporter:
                 return ReportStatus.LEVEL_NOT_COLLECTED
             randomizer = state.randomizer
             with transaction(conn):
-                wire, cost = randomizer.spend(conn, index)
+                wire, cost = randomizer.spend(conn, randomized)
                 ledger.charge(conn, campaign, window, config.window_seconds, cost, state.budget)
                 spool.append(conn, campaign, randomizer.config_id, window, now, wire, name)
-            randomizer.committed(index, wire)
+            randomizer.committed(randomized, wire)
             nudge = self._sender.spooled()
         if nudge:
             self._sender.wake()
@@ -646,11 +652,22 @@ class Reporter:
 
     # -- values and levels -------------------------------------------------------------------
     @staticmethod
-    def _index_of(active: _Active, value: object) -> Value:
-        """The value as its randomizer takes it: a label's index, or an open-domain
-        campaign's text in NFC (CampaignConfig.open_value)."""
+    def _value_of(active: _Active, value: object) -> Value:
+        """What the randomizer takes: a label's index in the domain, an open-domain
+        campaign's text in NFC (CampaignConfig.open_value), or a numeric campaign's number
+        (any finite or infinite int or float; the mechanism clips it)."""
         if active.config.open_domain:
             return active.config.open_value(value)
+        if active.config.numeric:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ValueTypeError("value", f"must be a number, got {type(value).__name__}")
+            try:
+                number = float(value)
+            except OverflowError:  # an int (or Fraction) beyond a double: clipped as +-inf
+                number = math.inf if value > 0 else -math.inf  # type: ignore[operator]
+            if math.isnan(number):
+                raise InvalidValueError("value", "must be a number, got NaN")
+            return number
         if not isinstance(value, str):
             raise ValueTypeError("value", f"must be a string label, got {type(value).__name__}")
         index = active.index.get(value)

@@ -14,9 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.errors import LdptelError
-from ldptel.client.oracles import FrequencyOracle
 from ldptel.store import keys
 from ldptel.store.connection import RedisClient, text
 
@@ -72,7 +71,7 @@ class Registry:
         self._retire = redis.register_script(_RETIRE)
         self._campaigns: dict[str, tuple[float, Campaign | None]] = {}
         self._configs: dict[str, CampaignConfig | None] = {}
-        self._oracles: dict[tuple[str, str], FrequencyOracle | None] = {}
+        self._oracles: dict[tuple[str, str], Mechanism | None] = {}
 
     # -- writes (admin) --------------------------------------------------------------------
     def create(self, config: CampaignConfig) -> tuple[str, bool]:
@@ -143,7 +142,7 @@ class Registry:
         # RFC 8785 JSON, of its legacy form); a mismatch means the registry is corrupt.
         return config.identified_as(config_id)
 
-    def oracle(self, config_id: str, level: str = "") -> FrequencyOracle | None:
+    def oracle(self, config_id: str, level: str = "") -> Mechanism | None:
         """The oracle a config's reports at `level` are randomized with ("" = a config
         without levels), or None if the config is unknown or the level does not report
         (threshold strategy). Raises InvalidLevelError if the level breaks the config's
@@ -153,7 +152,7 @@ class Registry:
             return None
         key = (config_id, level)
         if key not in self._oracles:
-            self._oracles[key] = config.level_oracle(level)
+            self._oracles[key] = config.level_mechanism(level)
         return self._oracles[key]
 
     def current_config(self, name: str) -> CampaignConfig | None:

@@ -22,6 +22,8 @@ def make_config(name: str = "screens", **overrides: Any) -> CampaignConfig:
         "domain": [f"item{i}" for i in range(8)],
     }
     data.update(overrides)
+    if "range" in data:  # a numeric campaign has no domain
+        del data["domain"]
     return CampaignConfig.from_dict(data)
 
 
@@ -46,7 +48,7 @@ def append(
     level: str = "",
 ) -> bytes:
     """Append one validated client batch as one stream entry."""
-    oracle = config.build_oracle()
+    oracle = config.build_mechanism()
     n = len(next(iter(batch.values())))
     entry = codec.StreamEntry(config.config_id, window, n, oracle.pack(batch), level)
     return bytes(client.xadd(keys.stream(config.name, shard), codec.encode(entry)))
@@ -64,7 +66,7 @@ def simulate(
 ) -> None:
     """Perturb `values` with the config's oracle and append them in batches, round-robin
     over the shards."""
-    oracle = config.build_oracle()
+    oracle = config.build_mechanism()
     rng = np.random.default_rng(seed)
     shards = config.shards if shards is None else shards
     for number, start in enumerate(range(0, len(values), batch_size)):

@@ -60,9 +60,11 @@ def test_commands_find_the_private_redis_through_the_data_directory(
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "redis.url").write_text(redis_url + "\n")  # as `serve` writes it
     assert main(["collector", "campaign", "create", str(EXAMPLE)]) == 0
+    assert main(["collector", "campaign", "create", str(EXAMPLE.with_name("latency.json"))]) == 0
     assert main(["collector", "campaign", "list"]) == 0
-    listed = capsys.readouterr().out.splitlines()[-1]
-    assert listed.startswith("colors  active  de  epsilon=1  d=8  config_id=")
+    colors, latency = capsys.readouterr().out.splitlines()[-2:]
+    assert colors.startswith("colors  active  de  epsilon=1  d=8  config_id=")
+    assert latency.startswith("latency  active  sw  epsilon=1  range=[0.0, 2000.0]  config_id=")
 
 
 def test_tokens_are_listed_and_revoked_by_id_or_app(

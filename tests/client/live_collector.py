@@ -139,7 +139,7 @@ class LiveCollector:
 
 def stored_reports(redis: Any, config: CampaignConfig) -> list[dict[str, Any]]:
     """Every report Redis holds for the campaign, decoded back to its wire form."""
-    oracle = config.build_oracle()
+    oracle = config.build_mechanism()
     reports: list[dict[str, Any]] = []
     for shard in range(config.shards):
         for _, entry in redis.xrange(keys.stream(config.name, shard)):

@@ -74,6 +74,8 @@ reporter.reportt("screens", "home")
 status: ReportStatus = reporter.report("screens", "home")
 spooled: bool = bool(status)
 errors: tuple[type[LdptelError], ...] = (BudgetExhaustedError,)
+numeric: ReportStatus = reporter.report("latency", 3.7)
+reporter.report("latency", [3.7])
 """
 
 
@@ -92,9 +94,10 @@ def test_the_apps_mypy_sees_reporters_signature(tmp_path: Path):
         env={**os.environ, "MYPYPATH": str(source)},
     )
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]
-    assert [line.split(":")[1] for line in errors] == ["3", "4"], run.stdout
+    assert [line.split(":")[1] for line in errors] == ["3", "4", "9"], run.stdout
     assert 'incompatible type "str"; expected "int"' in errors[0]
     assert '"Reporter" has no attribute "reportt"' in errors[1]
+    assert 'incompatible type "list[float]"; expected "str | float"' in errors[2]
 
 
 def test_the_typed_keyword_settings_are_exactly_the_settings():

@@ -121,7 +121,7 @@ def test_a_bug_inside_report_is_an_internal_error_status(collector, open_reporte
     def broken(*args: Any) -> None:
         raise KeyError("a bug")
 
-    reporter._index_of = broken
+    reporter._value_of = broken
     assert reporter.report("colors", "red") is ReportStatus.INTERNAL_ERROR
     assert isinstance(errors[0].__cause__, KeyError)
     assert "KeyError" in caplog.text

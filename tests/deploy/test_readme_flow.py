@@ -45,6 +45,7 @@ def test_the_readme_walk_through_works_in_order(tmp_path: Path) -> None:
     assert process.returncode == 0, err[-3000:]
     assert "300 installs reported their color" in out
     assert "n = 300" in out  # the table
+    assert "oracle sw" in out and "worst-case stderr" in out and "quantiles: q0.05" in out
     assert (tmp_path / "colors.html").read_text().count("colors") > 0
     rows = (tmp_path / "colors.csv").read_text().splitlines()
     assert rows[0].startswith("campaign,") and len(rows) == 1 + 8  # the header, 8 colors
