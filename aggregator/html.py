@@ -374,6 +374,11 @@ def report_section(report: Report) -> str:
                 else ""
             )
             + "</p>",
+            *(
+                [f'<p class="status">{escape(report["uncalibrated"])}.</p>']
+                if "uncalibrated" in report
+                else []
+            ),
             table_html(report),
         ]
     parts.append("</section>")

@@ -248,6 +248,9 @@ class Report(_Report, total=False):
     #: A numeric campaign (a range instead of a domain): the mean and distribution (absent
     #: while n < min_reports, as its items would be).
     numeric: Numeric
+    #: Present when the stated stderr and intervals are not calibrated (full RAPPOR decoded
+    #: by its LASSO selection, more candidates than m k / 4): why, and how far off.
+    uncalibrated: str
 
 
 class WindowDocument(TypedDict):

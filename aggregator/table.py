@@ -146,6 +146,8 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
         f"(z = {report['significance']['z']:.2f}; expected false flags over the domain "
         f"< {report['significance']['expected_false_flags']:g})."
     )
+    if "uncalibrated" in report:
+        lines.append(f"Note: {report['uncalibrated']}.")
     return "\n".join(lines)
 
 

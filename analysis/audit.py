@@ -3,7 +3,9 @@ ln(P[e | v] / P[e | v']), which epsilon-LDP bounds by epsilon.
 
 Two audits, because they check different things:
 - exact: the oracle's event probabilities from its parameters (`audit_probabilities`) -- the
-  math; it cannot see a perturb implementation that disagrees with its parameters;
+  math; it cannot see a perturb implementation that disagrees with its parameters. For the
+  Sample mechanism (client/levels.py) over an oracle that lists its reports, the events are
+  every possible report, so the loss is exact over all outputs and all pairs (d <= 32);
 - sampled: reports drawn through `perturb_batch`, mapped to events (`audit_events`) and
   counted -- the code. The loss gets a lower confidence bound (Chernoff-Hoeffding KL bounds on
   each probability, Bonferroni over events, directions and pairs); the claim is violated only

@@ -20,6 +20,7 @@ combination beats it at every level mix (docs/personalized-privacy.md, "Sample")
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ from numpy.typing import NDArray
 from ldptel.client.errors import InvalidLevelError, ParameterError
 from ldptel.client.oracles.base import FrequencyOracle, ReportBatch, WireReport, check_epsilon
 from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
 
 #: Used with fullmatch: "$" would also accept a trailing newline.
 LEVEL_NAME = re.compile(r"[a-z0-9_-]{1,32}")
@@ -135,14 +137,14 @@ class SampleOracle(FrequencyOracle):
             domain_size=inner.domain_size,
         )
         self.fields = inner.fields
-        self.audit_event_count = inner.audit_event_count
 
     # -- client ----------------------------------------------------------------------------
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        # Exact samplers (client/samplers.py): a pi-coin, else a uniform dummy value.
         values = np.asarray(values, dtype=np.int64)
-        dummy = rng.random(values.shape) >= self.probability
-        fed = np.where(dummy, rng.integers(0, self.domain_size, values.shape), values)
-        return self.inner.perturb_batch(fed, rng)
+        true = sample_bernoulli(rng, self.probability, values.size)
+        dummies = sample_uniform_below(rng, self.domain_size, values.size)
+        return self.inner.perturb_batch(np.where(true, values, dummies), rng)
 
     def encode(self, batch: ReportBatch) -> list[WireReport]:
         return self.inner.encode(batch)
@@ -180,14 +182,43 @@ class SampleOracle(FrequencyOracle):
         mixing = n * (f * a * (1 - a) + (1 - f) * b * (1 - b))
         return np.asarray((reported + mixing) / pi**2, dtype=np.float64)
 
-    # -- privacy audit ---------------------------------------------------------------------
+    # -- the whole law and the privacy audit -------------------------------------------------
+    @property
+    def output_count(self) -> int | None:
+        return self.inner.output_count
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return self.inner.output_index(batch)
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        """pi M(.|v) + (1 - pi) Q, Q = (1/d) sum_w M(.|w): the law perturb_batch draws."""
+        law = self.probability * self.inner.output_law(value)
+        return np.asarray(law + (1 - self.probability) * self._dummy_law, dtype=np.float64)
+
+    @functools.cached_property
+    def _dummy_law(self) -> NDArray[np.float64]:
+        laws = [self.inner.output_law(w) for w in range(self.domain_size)]
+        return np.asarray(np.mean(laws, axis=0), dtype=np.float64)
+
+    # The privacy loss of a mixture is not constant on the inner oracle's pair events (Q
+    # varies inside them), so the audit events are the reports themselves when the inner
+    # oracle lists them (DE, HR, small SUE/OUE): the exact audit is then over every output.
+    @property
+    def audit_event_count(self) -> int:  # type: ignore[override]
+        listed = self.inner.output_count
+        return self.inner.audit_event_count if listed is None else listed
+
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
-        return self.inner.audit_events(batch, value, other)
+        if self.inner.output_count is None:
+            return self.inner.audit_events(batch, value, other)
+        return self.inner.output_index(batch)
 
     def audit_probabilities(self, value: int, other: int) -> NDArray[np.float64]:
-        # The dummy's law on the pair's events needs the t-oracle's event probabilities under
-        # every third value, which the oracles do not expose: the sampled audit measures it.
-        raise NotImplementedError("audit the Sample mechanism with the sampled audit")
+        if self.inner.output_count is None:
+            # Q on the pair's events needs the inner oracle's law under every third value,
+            # which only a listed law gives: the sampled audit measures these.
+            raise NotImplementedError("the exact audit needs an inner oracle that lists its law")
+        return self.output_law(value)
 
 
 @dataclass(frozen=True)

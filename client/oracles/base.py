@@ -27,6 +27,12 @@ WireReport = dict[str, Any]
 #: 20.25 some oracles guarantee slightly more than requested, from 36 p or 1 - p rounds to 1 or
 #: 0 (an infinite epsilon), and e^eps overflows at 710.
 MAX_EPSILON = 20.0
+#: A config serves the probabilities and tables an oracle was created with (docs/protocol.md,
+#: "Derived parameters"); the guarantee computed from the served values may exceed the
+#: config's epsilon by this much (relative, then absolute: the rounding of the derivation
+#: itself, e.g. SUE's p and q at epsilon 1e-7 are exact only to ~1e-8 relative), never more.
+SERVED_RELATIVE_SLACK = 1e-9
+SERVED_ABSOLUTE_SLACK = 1e-12
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,22 @@ def check_int(value: object, name: str, minimum: int, maximum: int | None = None
         upper = "" if maximum is None else f", <= {maximum}"
         raise ParameterError(name, f"must be >= {minimum}{upper}, got {number}")
     return number
+
+
+def check_probability(value: object, name: str, low: float = 0.0, high: float = 1.0) -> float:
+    """A probability served in a config: a number in the open interval (low, high)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+        raise ParameterError(name, f"must be a number, got {type(value).__name__}")
+    number = float(value)
+    if not low < number < high:
+        raise ParameterError(name, f"must be in ({low:g}, {high:g}), got {number!r}")
+    return number
+
+
+def check_probabilities(p: object, q: object) -> tuple[float, float]:
+    """A served pair of probabilities (p, q) with 0 < q < p < 1."""
+    checked = check_probability(p, "p")
+    return checked, check_probability(q, "q", high=checked)
 
 
 def check_reports(reports: object) -> Sequence[Any]:
@@ -148,10 +170,24 @@ class ReportMechanism(ABC):
 
     def derived_params(self) -> dict[str, Any]:
         """The parameters this mechanism derived from epsilon (OLH's g, SS's k, RAPPOR's f,
-        THE's theta, PM's band), as used; a campaign writes them into its config when
-        created, so that no client derives one and no later rounding rule changes them
-        (docs/protocol.md)."""
+        THE's theta, PM's band, every oracle's probabilities or noise table), as used; a
+        campaign writes them into its config when created, so that no client derives one (its
+        `exp` may differ in the last bit) and no later rounding rule changes them
+        (docs/protocol.md). A mechanism built with them back is the same (it checks them:
+        `check_served`)."""
         return {}
+
+    def check_served(self, name: str) -> None:
+        """Parameters read from a config (`name`), not derived, must not promise less privacy
+        than its epsilon: the guarantee computed from them is at most the requested epsilon
+        (up to the derivation's own rounding, SERVED_*_SLACK). A tampered or mistyped
+        probability or table that would weaken the guarantee is refused here."""
+        allowed = self.requested_epsilon * (1 + SERVED_RELATIVE_SLACK) + SERVED_ABSOLUTE_SLACK
+        if not self.epsilon <= allowed:
+            raise ParameterError(
+                name,
+                f"gives epsilon {self.epsilon!r}, above the config's {self.requested_epsilon!r}",
+            )
 
     # -- privacy ---------------------------------------------------------------------------
     @property
@@ -274,6 +310,22 @@ class FrequencyOracle(ReportMechanism):
         `frequencies` are the items' true relative frequencies f_v (the f_v-dependent term);
         None means f_v = 0 for every item (the term most often quoted).
         """
+
+    # -- the whole law, for oracles with few possible reports --------------------------------
+    @property
+    def output_count(self) -> int | None:
+        """How many distinct reports the oracle can send, if few enough to list them
+        (`output_law`); None otherwise."""
+        return None
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """Each report's index in [0, output_count): which of the possible reports it is."""
+        raise NotImplementedError(f"{self.name} does not list its reports")
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        """P[report | true value] for every possible report (by `output_index`), exactly as
+        the parameters give it (the Sample mechanism's exact audit mixes these laws)."""
+        raise NotImplementedError(f"{self.name} does not list its reports")
 
     # -- privacy audit (ldptel.analysis.audit) -----------------------------------------------
     # The events partition the reports for the unordered pair {value, other}: swapping the

@@ -14,6 +14,11 @@ class BinaryLocalHashing(LocalHashing):
     name = "blh"
 
     def __init__(
-        self, *, epsilon: float, domain_size: int, labels: Sequence[str] | None = None
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        labels: Sequence[str] | None = None,
+        p: float | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, domain_size=domain_size, g=2, labels=labels)
+        super().__init__(epsilon=epsilon, domain_size=domain_size, g=2, labels=labels, p=p)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +28,7 @@ from ldptel.client.oracles.base import (
     Field,
     ReportBatch,
     WireReport,
+    check_probabilities,
     check_reports,
     report_int,
 )
@@ -74,11 +76,20 @@ class CountMeanSketch(SketchOracle):
         k: int = DEFAULT_K,
         m: int = DEFAULT_M,
         labels: Sequence[str] | None = None,
+        p: float | None = None,
+        q: float | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size, k=k, m=m, labels=labels)
-        self.p, self.q = SymmetricUnaryEncoding.probabilities(self.requested_epsilon)
+        if p is None and q is None:
+            self.p, self.q = SymmetricUnaryEncoding.probabilities(self.requested_epsilon)
+        else:  # served by the config (derived_params), used as they are
+            self.p, self.q = check_probabilities(p, q)
+            self.check_served("p")
         self.c = 1.0 / (self.p - self.q)
         self.fields = (Field("j", "<u2"), Field("bits", "u1", width=packed_width(self.m)))
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"p": self.p, "q": self.q}
 
     @property
     def epsilon(self) -> float:

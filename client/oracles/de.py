@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import (
     Field,
     PureOracle,
     ReportBatch,
     WireReport,
+    check_probabilities,
     decode_int_field,
 )
 from ldptel.client.randomness import Rng
@@ -29,17 +31,35 @@ from ldptel.client.samplers import (
 
 class DirectEncoding(PureOracle):
     """k-RR: keep the true value with probability p = e^eps / (e^eps + d - 1), else report one
-    of the other d - 1 values uniformly (each with q = 1 / (e^eps + d - 1))."""
+    of the other d - 1 values uniformly (each with q = 1 / (e^eps + d - 1)). A config serves
+    p and q (`derived_params`); given, they are used as they are."""
 
     name = "de"
     audit_event_count = 3
 
-    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        p: float | None = None,
+        q: float | None = None,
+    ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
         self.fields = (Field("y", "<u4"),)
-        e = math.exp(self.requested_epsilon)
-        self.p = e / (e + self.domain_size - 1)
-        self.q = 1.0 / (e + self.domain_size - 1)
+        d = self.domain_size
+        if p is None and q is None:
+            e = math.exp(self.requested_epsilon)
+            self.p, self.q = e / (e + d - 1), 1.0 / (e + d - 1)
+            return
+        self.p, self.q = check_probabilities(p, q)
+        # q is the estimator's; the law gives each other value (1 - p)/(d - 1).
+        if abs(self.p + (d - 1) * self.q - 1) > 1e-9:
+            raise ParameterError("q", "must be (1 - p) / (d - 1)")
+        self.check_served("p")
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"p": self.p, "q": self.q}
 
     @property
     def epsilon(self) -> float:
@@ -77,6 +97,19 @@ class DirectEncoding(PureOracle):
 
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         return np.bincount(batch["y"], minlength=self.domain_size).astype(np.int64)
+
+    @property
+    def output_count(self) -> int:
+        return self.domain_size
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return batch["y"].astype(np.int64)
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        # What perturb draws: v with p, each other value with (1 - p)/(d - 1).
+        law = np.full(self.domain_size, (1 - self.p) / (self.domain_size - 1))
+        law[value] = self.p
+        return law
 
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         # Events: y is the smaller of the pair, y is the larger, y is neither.

@@ -26,6 +26,7 @@ from ldptel.client.oracles.base import (
     Field,
     ReportBatch,
     WireReport,
+    check_probability,
     check_reports,
     report_int,
 )
@@ -70,11 +71,19 @@ class HadamardCountMeanSketch(SketchOracle):
         k: int = DEFAULT_K,
         m: int = DEFAULT_M,
         labels: Sequence[str] | None = None,
+        f: float | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size, k=k, m=m, labels=labels)
-        self.flip = flip_probability(self.requested_epsilon)
+        if f is None:
+            self.flip = flip_probability(self.requested_epsilon)
+        else:  # served by the config (derived_params), used as it is
+            self.flip = check_probability(f, "f", high=0.5)
+            self.check_served("f")
         self.c = 1.0 / (1.0 - 2.0 * self.flip)
         self.fields = (Field("j", "<u2"), Field("l", "<u2"), Field("bit", "u1"))
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"f": self.flip}
 
     @staticmethod
     def check_width(m: object) -> int:

@@ -27,6 +27,9 @@ import base64
 import binascii
 import functools
 import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,29 +61,101 @@ MAX_CLAMP = 2**18
 CHUNK_VALUES = 1 << 18
 
 
+@dataclass(frozen=True)
+class NoiseTable:
+    """What defines the noise law exactly, served in a config as `noise` (docs/protocol.md,
+    "Noise table"): the double a, the center weight W(0) and the clamp M; the table follows
+    from them (and R) by integer arithmetic alone, and its total S is the served check sum."""
+
+    a: float
+    center: int
+    clamp: int
+    total: int
+
+    def to_json(self) -> dict[str, Any]:
+        # W(0) and S lie near 2^61, beyond a double's exact integers: decimal strings.
+        center, total = str(self.center), str(self.total)
+        return {"a": self.a, "center": center, "clamp": self.clamp, "total": total}
+
+    @classmethod
+    def from_json(cls, value: object, resolution: int) -> NoiseTable:
+        """The table of an untrusted `noise` object; its weights are checked by GridNoise."""
+        if not isinstance(value, dict) or set(value) != {"a", "center", "clamp", "total"}:
+            raise ParameterError("noise", "must be an object of a, center, clamp and total")
+        a = value["a"]
+        if isinstance(a, bool) or not isinstance(a, float) or not 0.0 < a < 1.0:
+            raise ParameterError("noise", "a must be a number in (0, 1)")
+        return cls(
+            a=a,
+            center=_decimal(value["center"], "center"),
+            clamp=check_int(value["clamp"], "noise", resolution + 1, MAX_CLAMP),
+            total=_decimal(value["total"], "total"),
+        )
+
+
+def _decimal(text: object, name: str) -> int:
+    """A positive integer below 2^TOTAL_BITS written as a decimal string."""
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text) or int(text) >> TOTAL_BITS:
+        raise ParameterError("noise", f"{name} must be a decimal string of an integer < 2^61")
+    return int(text)
+
+
+_DECIMAL = re.compile(r"[1-9][0-9]{0,18}")
+
+
+@functools.lru_cache(maxsize=32)
+def derive_table(epsilon: float, resolution: int) -> NoiseTable:
+    """The table for epsilon and R, as a campaign is created with it: a = e^(-eps/(2R)) one
+    ulp up (so -ln(a) <= eps/(2R)), W(0) near 2^61 (1-a)/(1+a), and the clamp M where the
+    weights W(j+1) = ceil(a W(j)) fall below MIN_TABLE_WEIGHT (at least R + 1, at most
+    MAX_CLAMP)."""
+    a = float(np.nextafter(math.exp(-epsilon / (2 * resolution)), 1.0))
+    if not 0.0 < a < 1.0:
+        raise ParameterError("epsilon", f"too small for resolution {resolution}")
+    num, den = a.as_integer_ratio()
+    # The weights sum to ~center (1+a)/(1-a) plus the ceilings' excess (<< 2^-20 of it).
+    center = max(1, math.floor(2.0**TOTAL_BITS * (1 - 2.0**-20) * (1.0 - a) / (1.0 + a)))
+    weight, clamp = center, 0
+    while clamp <= resolution or (weight >= MIN_TABLE_WEIGHT and clamp < MAX_CLAMP):
+        weight, clamp = -(-weight * num // den), clamp + 1
+    half = _half_table(a, center, clamp, resolution)
+    return NoiseTable(a, center, clamp, total=2 * sum(half) - center)
+
+
+def _half_table(a: float, center: int, clamp: int, resolution: int) -> list[int]:
+    """W(0), ..., W(L), L = M + R: W(j+1) = ceil(a W(j)) (so W(j) / W(j+1) <= 1/a), the last
+    cell W(L) the geometric tail ceil(W(L-1) a / (1-a)); exact integer arithmetic on a's
+    binary value. R cells beyond M so that x + noise covers [-M - R, M] for x in {0, R}."""
+    num, den = a.as_integer_ratio()
+    weights = [center]
+    for _ in range(clamp + resolution - 1):
+        weights.append(-(-weights[-1] * num // den))
+    weights.append(-(-weights[-1] * num // (den - num)))
+    return weights
+
+
 class GridNoise:
-    """The noise law of one report coordinate on the grid (exact integer weights).
+    """The noise law of one report coordinate on the grid (exact integer weights), built
+    from its NoiseTable.
 
     `weights[j + half_width]` is the weight of noise j in [-half_width, half_width] (the two
     end cells hold the tails); a coordinate with input x in {0, R} is reported as
     clamp(x + noise, -clamp, clamp), with clamp = half_width - R.
     """
 
-    def __init__(self, epsilon: float, resolution: int) -> None:
+    def __init__(self, resolution: int, table: NoiseTable) -> None:
         self.resolution = resolution
-        gamma = epsilon / (2 * resolution)
-        # One ulp up so that a >= e^(-gamma) exactly, i.e. -ln(a) <= eps / (2R).
-        a = float(np.nextafter(math.exp(-gamma), 1.0))
-        if not 0.0 < a < 1.0:
-            raise ParameterError("epsilon", f"too small for resolution {resolution}")
-        self.a = a
-        half = _weights(a, resolution)
+        self.table = table
+        self.a = table.a
+        half = _half_table(table.a, table.center, table.clamp, resolution)
         self.half_width = len(half) - 1
-        self.clamp = self.half_width - resolution
+        self.clamp = table.clamp
         self.weights = _read_only(np.array(half[:0:-1] + half, dtype=np.int64))
         self.cdf = _read_only(np.cumsum(self.weights))
         self.total = int(self.cdf[-1])
-        assert 1 << (TOTAL_BITS - 1) < self.total < 1 << TOTAL_BITS
+        # An honest table's total lies in (2^60, 2^61): TableSampler's 61-bit draws.
+        if self.total != table.total or self.total <= 1 << (TOTAL_BITS - 1):
+            raise ParameterError("noise", "total is not the sum of the table's weights")
         self.masses = {x: self._output_masses(x) for x in (0, resolution)}
         self.outputs = np.arange(-self.clamp, self.clamp + 1, dtype=np.int64)
         #: The narrowest integer type holding every reported value (see TableSampler).
@@ -152,25 +227,6 @@ class GridNoise:
         self._report_samplers[x].sample(rng, out)
 
 
-def _weights(a: float, resolution: int) -> list[int]:
-    """W(0), ..., W(L): W(j+1) = ceil(a W(j)) (so W(j) / W(j+1) <= 1/a), the last cell W(L)
-    the geometric tail ceil(W(L-1) a / (1-a)); exact integer arithmetic on a's binary value."""
-    num, den = a.as_integer_ratio()
-    # The weights sum to ~center (1+a)/(1-a) plus the ceilings' excess (<< 2^-20 of it).
-    center = max(1, math.floor(2.0**TOTAL_BITS * (1 - 2.0**-20) * (1.0 - a) / (1.0 + a)))
-    weights = [center]
-    # The clamp M: where weights fall below MIN_TABLE_WEIGHT, at least R + 1, at most MAX_CLAMP.
-    while len(weights) <= resolution + 1 or (
-        weights[-1] >= MIN_TABLE_WEIGHT and len(weights) <= MAX_CLAMP
-    ):
-        weights.append(-(-weights[-1] * num // den))
-    # R more cells so that x + noise covers [-M - R, M] for x in {0, R}, then the tail cell.
-    for _ in range(resolution - 1):
-        weights.append(-(-weights[-1] * num // den))
-    weights.append(-(-weights[-1] * num // (den - num)))
-    return weights
-
-
 def narrowest_int(values: NDArray[np.integer[Any]]) -> np.dtype[Any]:
     """int8, int16 or int32: the narrowest holding every value above its minimum (which
     TableSampler keeps as its sentinel)."""
@@ -184,9 +240,14 @@ def _read_only(array: NDArray[Any]) -> NDArray[Any]:
 
 
 @functools.lru_cache(maxsize=32)
+def table_noise(resolution: int, table: NoiseTable) -> GridNoise:
+    """The (cached, immutable) noise law of a table at resolution R."""
+    return GridNoise(resolution, table)
+
+
 def grid_noise(epsilon: float, resolution: int) -> GridNoise:
-    """The (cached, immutable) noise law for epsilon and resolution R."""
-    return GridNoise(epsilon, resolution)
+    """The noise law derived for epsilon and resolution R (`derive_table`)."""
+    return table_noise(resolution, derive_table(epsilon, resolution))
 
 
 class HistogramEncoding(FrequencyOracle):
@@ -206,12 +267,25 @@ class HistogramEncoding(FrequencyOracle):
     #: full privacy loss eps.
     audit_event_count = 9
 
-    def __init__(self, *, epsilon: float, domain_size: int, resolution: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        resolution: int | None = None,
+        noise: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
         if resolution is None:
             resolution = self.default_resolution
         self.resolution = check_int(resolution, "resolution", 1, MAX_RESOLUTION)
-        self.noise = grid_noise(self.requested_epsilon, self.resolution)
+        if noise is None:
+            table = derive_table(self.requested_epsilon, self.resolution)
+        else:  # served by the config (derived_params), used as it is
+            table = NoiseTable.from_json(noise, self.resolution)
+        self.noise = table_noise(self.resolution, table)
+        if noise is not None:
+            self.check_served("noise")
         self.fields = (Field("z", self.noise.report_dtype.str, self.domain_size),)
 
     @property
@@ -220,6 +294,9 @@ class HistogramEncoding(FrequencyOracle):
 
     def fixed_params(self) -> dict[str, Any]:
         return {"resolution": self.resolution}
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"noise": self.noise.table.to_json()}
 
     @property
     def clamp(self) -> int:

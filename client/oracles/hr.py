@@ -20,6 +20,7 @@ from ldptel.client.oracles.base import (
     PureOracle,
     ReportBatch,
     WireReport,
+    check_probability,
     decode_int_field,
 )
 from ldptel.client.randomness import Rng
@@ -61,19 +62,27 @@ class HadamardResponse(PureOracle):
     """HR: every y in C_x has probability 2p/K and every other y 2(1-p)/K, ratio e^eps.
 
     It is pure (Wang et al. 2017, Sec. 4) with p* = p and q* = 1/2, because two distinct
-    non-zero Hadamard rows agree on exactly half of the columns.
+    non-zero Hadamard rows agree on exactly half of the columns. A config serves p
+    (`derived_params`); given, it is used as it is.
     """
 
     name = "hr"
     audit_event_count = 4
 
-    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+    def __init__(self, *, epsilon: float, domain_size: int, p: float | None = None) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
         #: Code length: the smallest power of two >= d + 1.
         self.K = 1 << self.domain_size.bit_length()
-        e = math.exp(self.requested_epsilon)
-        self.p = e / (e + 1)
         self.fields = (Field("y", "<u4"),)
+        if p is None:
+            e = math.exp(self.requested_epsilon)
+            self.p = e / (e + 1)
+        else:
+            self.p = check_probability(p, "p", low=0.5)
+            self.check_served("p")
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"p": self.p}
 
     @property
     def epsilon(self) -> float:
@@ -128,6 +137,18 @@ class HadamardResponse(PureOracle):
         # Var = n / (2p-1)^2 - n_x, which is Wang et al.'s eq. (2) with p* = p, q* = 1/2.
         walsh = fwht(support)
         return walsh[1 : self.domain_size + 1] / (2 * self.p - 1)
+
+    @property
+    def output_count(self) -> int:
+        return self.K
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        return batch["y"].astype(np.int64)
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        # Uniform on C_v with p, uniform on its complement with 1 - p (K/2 indices each).
+        inside = parity((value + 1) & np.arange(self.K, dtype=np.int64)) == 0
+        return np.where(inside, 2 * self.p / self.K, 2 * (1 - self.p) / self.K)
 
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         # Events: (y in C_low, y in C_high); the likelihood ratio of y depends only on these.

@@ -27,6 +27,7 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_int,
     check_labels,
+    check_probability,
     check_reports,
     report_int,
 )
@@ -71,7 +72,8 @@ class LocalHashing(PureOracle):
     p = e^eps / (e^eps + g - 1), else report one of the other g - 1 buckets uniformly.
 
     A report supports every item hashing to its y under its seed, so p* = p and, for an
-    ideal hash, q* = 1/g (Wang et al. 2017, Sec. 4.4).
+    ideal hash, q* = 1/g (Wang et al. 2017, Sec. 4.4). A config serves p
+    (`derived_params`); given, it is used as it is.
     """
 
     takes_labels = True
@@ -84,6 +86,7 @@ class LocalHashing(PureOracle):
         domain_size: int,
         g: int,
         labels: Sequence[str] | None = None,
+        p: float | None = None,
     ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
         self.g = check_int(g, "g", 2, MAX_G)
@@ -93,10 +96,18 @@ class LocalHashing(PureOracle):
         self._lane0, self._lane1 = key_lanes(self._keys)
         # k-RR over the g buckets: p = e^eps / (e^eps + g - 1), written with e^-eps so it
         # cannot overflow. Each other bucket gets what the sampler leaves: (1 - p) / (g - 1).
-        self.p = 1.0 / (1.0 + (self.g - 1) * math.exp(-self.requested_epsilon))
+        if p is None:
+            self.p = 1.0 / (1.0 + (self.g - 1) * math.exp(-self.requested_epsilon))
+        else:
+            self.p = check_probability(p, "p", low=1.0 / self.g)
         self.q_other = (1.0 - self.p) / (self.g - 1)
+        if p is not None:
+            self.check_served("p")
         self._g = np.uint32(self.g)
         self._mask = np.uint32(self.g - 1) if self.g & (self.g - 1) == 0 else None
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"p": self.p}
 
     # -- privacy ---------------------------------------------------------------------------
     @property

@@ -35,13 +35,15 @@ class OptimizedLocalHashing(LocalHashing):
         domain_size: int,
         g: int | None = None,
         labels: Sequence[str] | None = None,
+        p: float | None = None,
     ) -> None:
         super().__init__(
             epsilon=epsilon,
             domain_size=domain_size,
             g=optimal_g(epsilon) if g is None else g,
             labels=labels,
+            p=p,
         )
 
     def derived_params(self) -> dict[str, Any]:
-        return {"g": self.g}
+        return {"g": self.g, **super().derived_params()}

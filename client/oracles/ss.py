@@ -22,6 +22,7 @@ from ldptel.client.oracles.base import (
     ReportBatch,
     WireReport,
     check_int,
+    check_probability,
 )
 from ldptel.client.oracles.unary import (
     BYTE_BITS,
@@ -52,12 +53,15 @@ def item_bits(packed: NDArray[np.uint8], item: int) -> NDArray[np.int64]:
 
 class SubsetSelection(PureOracle):
     """k-subset mechanism: P[subset S | v] is p / C(d-1, k-1) if v in S else
-    (1-p) / C(d-1, k), whose ratio over two inputs is at most e^eps."""
+    (1-p) / C(d-1, k), whose ratio over two inputs is at most e^eps. A config serves k and p
+    (`derived_params`); given, they are used as they are."""
 
     name = "ss"
     audit_event_count = 4
 
-    def __init__(self, *, epsilon: float, domain_size: int, k: int | None = None) -> None:
+    def __init__(
+        self, *, epsilon: float, domain_size: int, k: int | None = None, p: float | None = None
+    ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
         d = self.domain_size
         self.k = (
@@ -65,12 +69,16 @@ class SubsetSelection(PureOracle):
             if k is None
             else check_int(k, "k", 1, d - 1)
         )
-        e = math.exp(self.requested_epsilon)
-        self.p = self.k * e / (self.k * e + d - self.k)
         self.fields = (Field("bits", "u1", packed_width(d)),)
+        if p is None:
+            e = math.exp(self.requested_epsilon)
+            self.p = self.k * e / (self.k * e + d - self.k)
+        else:
+            self.p = check_probability(p, "p", low=self.k / d)
+            self.check_served("p")
 
     def derived_params(self) -> dict[str, Any]:
-        return {"k": self.k}
+        return {"k": self.k, "p": self.p}
 
     @property
     def epsilon(self) -> float:

@@ -8,6 +8,7 @@ p* = P(z > t | true item) and q* = P(z > t | other item), computed exactly from 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,9 +35,12 @@ class ThresholdHistogramEncoding(HistogramEncoding, PureOracle):
         epsilon: float,
         domain_size: int,
         resolution: int | None = None,
+        noise: Mapping[str, Any] | None = None,
         theta: float | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, domain_size=domain_size, resolution=resolution)
+        super().__init__(
+            epsilon=epsilon, domain_size=domain_size, resolution=resolution, noise=noise
+        )
         # z is an integer, so z > theta R  <=>  z > floor(theta R): theta in (1/2, 1) gives the
         # integer thresholds t in [floor(R/2), R-1].
         self.thresholds = np.arange(self.resolution // 2, self.resolution, dtype=np.int64)
@@ -51,7 +55,8 @@ class ThresholdHistogramEncoding(HistogramEncoding, PureOracle):
     def derived_params(self) -> dict[str, Any]:
         # The chosen integer threshold t as a theta with floor(theta R) = t: (t + 3/4) / R
         # lies in (1/2, 1) for every t in [floor(R/2), R-1] and is exact in binary for R = 2^j.
-        return {"theta": (self.threshold + 0.75) / self.resolution}
+        theta = (self.threshold + 0.75) / self.resolution
+        return {**super().derived_params(), "theta": theta}
 
     def _exceed(self, t: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return self.noise.exceed(self.resolution, t), self.noise.exceed(0, t)

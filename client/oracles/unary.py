@@ -21,7 +21,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ReportError
-from ldptel.client.oracles.base import Field, PureOracle, ReportBatch, WireReport, check_reports
+from ldptel.client.oracles.base import (
+    Field,
+    PureOracle,
+    ReportBatch,
+    WireReport,
+    check_probabilities,
+    check_reports,
+)
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import sample_bernoulli
 
@@ -35,6 +42,8 @@ _CHUNK_BITS = 1 << 22
 _CHUNK_BYTES = 1 << 18
 # Below this many reports, unpacking rows beats 256-bin histograms per byte column.
 _HISTOGRAM_MIN_ROWS = 1024
+#: Unary reports are listed (output_law) up to this many bits: 4096 possible reports.
+MAX_LISTED_BITS = 12
 # Standard base64 text with "=" padding.
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
@@ -187,14 +196,29 @@ def perturb_unary(
 
 class UnaryEncoding(PureOracle):
     """Unary encoding with per-bit probabilities p (true bit) and q (other bits), p > q;
-    a report supports each item whose bit is set (p* = p, q* = q)."""
+    a report supports each item whose bit is set (p* = p, q* = q). A config serves p and q
+    (`derived_params`); given, they are used as they are."""
 
     audit_event_count = 4
 
-    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        p: float | None = None,
+        q: float | None = None,
+    ) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
-        self.p, self.q = self.probabilities(self.requested_epsilon)
         self.fields = (Field("bits", "u1", width=packed_width(self.domain_size)),)
+        if p is None and q is None:
+            self.p, self.q = self.probabilities(self.requested_epsilon)
+            return
+        self.p, self.q = check_probabilities(p, q)
+        self.check_served("p")
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"p": self.p, "q": self.q}
 
     @staticmethod
     @abstractmethod
@@ -229,6 +253,24 @@ class UnaryEncoding(PureOracle):
 
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         return bit_counts(batch["bits"], self.domain_size)
+
+    @property
+    def output_count(self) -> int | None:
+        return 1 << self.domain_size if self.domain_size <= MAX_LISTED_BITS else None
+
+    def output_index(self, batch: ReportBatch) -> NDArray[np.int64]:
+        # The d bits as a number, item 0 the most significant.
+        bits = unpack_bits(batch["bits"], self.domain_size).astype(np.int64)
+        return bits @ (1 << np.arange(self.domain_size - 1, -1, -1, dtype=np.int64))
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        # Independent bits: p for bit v, q for the others (output_index's bit order).
+        d = self.domain_size
+        bits = (np.arange(1 << d)[:, None] >> np.arange(d - 1, -1, -1)) & 1
+        one = np.full(d, self.q)
+        one[value] = self.p
+        law: NDArray[np.float64] = np.prod(np.where(bits == 1, one, 1 - one), axis=1)
+        return law
 
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:
         # Events: 2 * bit[low] + bit[high] for the pair's smaller and larger item; the other

@@ -4,14 +4,24 @@ decoder's own fit (Rappor.fit), not from the design variance and the generic thr
 from __future__ import annotations
 
 import json
+from html import escape
 from typing import Any
 
 import numpy as np
 import pytest
 from stream_entries import make_config, register, simulate
 
-from ldptel.aggregator.report import DECODER_FIT, ReportOptions, build_window, significance_z
+from ldptel.aggregator.html import render_html
+from ldptel.aggregator.model import from_json
+from ldptel.aggregator.report import (
+    DECODER_FIT,
+    UNCALIBRATED,
+    ReportOptions,
+    build_window,
+    significance_z,
+)
 from ldptel.aggregator.state import StateKey, read_state
+from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.store.registry import Registry
 
@@ -21,17 +31,20 @@ FREQUENCIES = [0.4, 0.3, 0.2, 0.1] + [0.0] * 8
 N = 20_000
 
 
-def rappor_window(client: Any, options: ReportOptions) -> tuple[Any, dict[str, Any], Any]:
+def rappor_window(
+    client: Any, options: ReportOptions, **params: Any
+) -> tuple[Any, dict[str, Any], Any]:
     """A RAPPOR campaign aggregated from real stream entries: (its oracle, its report, the fit
     Rappor.fit gives for the same support)."""
     domain = [f"item{i}" for i in range(len(FREQUENCIES))]
-    config = make_config(oracle="rappor", epsilon=1.1, domain=domain, params={"f": 0.5})
+    config = make_config(oracle="rappor", epsilon=1.1, domain=domain, params={"f": 0.5, **params})
     register(client, config)
     values = np.random.default_rng(11).choice(len(FREQUENCIES), size=N, p=FREQUENCIES)
     simulate(client, config, values, window=WINDOW, batch_size=1000)
     Worker(client).run_pass()
     registry = Registry(client)
-    (report,) = build_window(client, registry, config.name, WINDOW, options)["reports"]
+    document = build_window(client, registry, config.name, WINDOW, options)
+    (report,) = from_json(json.dumps(document))["reports"]  # as served: checked by the model
     oracle = config.build_oracle()
     shards = range(registry.shard_count(config.name))
     n, support = read_state(client, config.name, shards, StateKey(WINDOW, config.config_id, ""),
@@ -47,6 +60,7 @@ def test_flags_and_stderr_are_the_decoders_own(redis_client: Any, false_flags: f
     items = report["items"]
 
     assert report["significance"]["method"] == DECODER_FIT
+    assert "uncalibrated" not in report  # least squares: calibrated (benchmarks/README.md)
     assert [item["significant"] for item in items] == fit.significant.tolist()
     assert [item["estimate"] for item in items] == pytest.approx(fit.estimate.tolist())
     selected = np.flatnonzero(fit.selected)
@@ -77,3 +91,17 @@ def test_decoys_are_not_flagged_and_frequent_candidates_are(redis_client: Any) -
     # Decoys: 0.05 false flags expected over the domain (Bonferroni), so with this seed none;
     # the smallest true count, 2,000, is ~10 of the fit's stderrs above 0.
     assert flags == truly_held
+
+
+def test_a_report_decoded_by_the_lasso_says_its_intervals_are_not_calibrated(
+    redis_client: Any,
+) -> None:
+    # 12 candidates > m k / 4 = 8: the LASSO + NNLS selection (benchmarks/README.md measures
+    # its stated variance 0.001-0.26 of the repetitions').
+    _, report, fit = rappor_window(redis_client, ReportOptions(), k=8, m=4)
+    assert fit.lasso and not fit.least_squares
+    assert report["uncalibrated"] == UNCALIBRATED
+    document: Any = {"campaign": "c", "window": report["window"], "built_at": "",
+                     "reports": [report]}  # fmt: skip
+    assert escape(UNCALIBRATED) in render_html(document)
+    assert UNCALIBRATED in format_window(document)

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 from scipy import stats
 
-from ldptel.analysis.audit import sampled_audit
+from ldptel.analysis.audit import EXACT_TOLERANCE, audit, exact_audit, sampled_audit
 from ldptel.analysis.simulation import simulate_levels
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.client.levels import SampleOracle, sample_probability
-from ldptel.client.oracles import make_oracle
+from ldptel.client.oracles import ReportBatch, make_oracle
+from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_bernoulli
 
 T, EPSILON, D = 2.0, 0.5, 4
 
@@ -50,6 +54,71 @@ def test_the_audit_catches_a_sample_probability_too_large() -> None:
     oracle.probability = 1.0  # every report true: a t-LDP report claimed as EPSILON
     audit = sampled_audit(oracle, np.random.default_rng(6), samples=400_000)
     assert audit.lower_bound > oracle.epsilon
+
+
+@pytest.mark.parametrize(("name", "d"), [("de", 4), ("hr", 5), ("sue", 4), ("oue", 3)])
+def test_the_exact_audit_over_every_output_and_pair_is_at_most_epsilon(name: str, d: int) -> None:
+    # Every report the t-oracle can send is an event: the loss is exact over outputs (finer
+    # than the inner oracle's pair events, on which the dummy law Q is not constant).
+    oracle = SampleOracle(make_oracle(name, epsilon=T, domain_size=d), EPSILON)
+    exact = exact_audit(oracle)
+    assert exact.pairs == d * (d - 1)
+    assert 0.1 < exact.epsilon <= oracle.epsilon * (1 + EXACT_TOLERANCE)
+    laws = np.array([oracle.output_law(v) for v in range(d)])
+    assert np.allclose(laws.sum(axis=1), 1.0, rtol=1e-12, atol=0)
+    # The proof's bound ln(1 + pi (e^t - 1)) holds output by output, for the worst pair too.
+    v, w = exact.worst_pair
+    assert np.max(np.log(laws[v] / laws[w])) == pytest.approx(exact.epsilon, rel=1e-12)
+
+
+def test_the_exact_audit_of_sample_de_is_the_closed_form() -> None:
+    oracle = SampleOracle(make_oracle("de", epsilon=T, domain_size=D), EPSILON)
+    pi = oracle.probability
+    p = math.exp(T) / (math.exp(T) + D - 1)
+    q = (1 - p) / (D - 1)
+    closed = math.log((pi * p + (1 - pi) / D) / (pi * q + (1 - pi) / D))
+    assert exact_audit(oracle).epsilon == pytest.approx(closed, rel=1e-12)
+
+
+class LeakyDummy(SampleOracle):
+    """Broken: the dummy report is of the next value, v + 1 mod d, so it depends on v."""
+
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        values = np.asarray(values, dtype=np.int64)
+        true = sample_bernoulli(rng, self.probability, values.size)
+        fed = np.where(true, values, (values + 1) % self.domain_size)
+        return self.inner.perturb_batch(fed, rng)
+
+    def output_law(self, value: int) -> NDArray[np.float64]:
+        following = self.inner.output_law((value + 1) % self.domain_size)
+        mixed = self.probability * self.inner.output_law(value)
+        return np.asarray(mixed + (1 - self.probability) * following, dtype=np.float64)
+
+
+def test_both_audits_catch_a_dummy_that_depends_on_the_value() -> None:
+    oracle = LeakyDummy(make_oracle("de", epsilon=T, domain_size=D), EPSILON)
+    result = audit(oracle, np.random.default_rng(9), samples=50_000)
+    assert result.violated
+    assert result.exact_epsilon is not None and result.exact_epsilon > 1.5  # ~ t, not 0.5
+    assert result.sampled_lower_bound is not None and result.sampled_lower_bound > EPSILON
+
+
+def test_the_exact_audit_catches_a_sample_probability_too_large() -> None:
+    oracle = SampleOracle(make_oracle("sue", epsilon=T, domain_size=D), EPSILON)
+    oracle.probability = 1.0  # every report true: a t-LDP report claimed as EPSILON
+    assert exact_audit(oracle).epsilon == pytest.approx(T, rel=1e-9)
+
+
+def test_the_sample_mechanism_draws_with_the_exact_samplers() -> None:
+    # A pi-coin and a uniform dummy from the exact samplers: the reported values' law is
+    # pi [y = v] + (1 - pi)/d, within a chi-square bound (false failure 1e-4).
+    inner = make_oracle("de", epsilon=20.0, domain_size=D)  # keeps its input w.p. ~1 - 1e-8
+    oracle = SampleOracle(inner, 0.7)
+    reports = oracle.perturb_batch(np.zeros(40_000, dtype=np.int64), np.random.default_rng(4))
+    counts = np.bincount(reports["y"], minlength=D)
+    expected = 40_000 * np.array([oracle.output_law(0)[y] for y in range(D)])
+    statistic = float(((counts - expected) ** 2 / expected).sum())
+    assert statistic < stats.chi2.ppf(1 - 1e-4, D - 1)
 
 
 def config(oracle: str = "olh", t: float = T, epsilon: float = EPSILON) -> CampaignConfig:

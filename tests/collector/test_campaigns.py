@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 from collector_api import Api, campaign_config
 
 from ldptel.client.campaign import CampaignConfig
+from ldptel.client.oracles.histogram import derive_table
 from ldptel.collector.auth import token_hash
 from ldptel.store import keys
 
@@ -31,15 +33,20 @@ def test_created_campaign_is_served_with_its_config_id_as_etag(api: Api) -> None
     assert "max-age" in response.headers["Cache-Control"]
 
 
+E = math.e
+#: The noise tables of SHE (R = 1) and THE (R = 2) at epsilon 1, as served.
+SHE_TABLE, THE_TABLE = (derive_table(1.0, R).to_json() for R in (1, 2))
+
+
 @pytest.mark.parametrize(
     ("oracle", "fixed"),
     [
-        ("she", {"resolution": 1}),
-        ("the", {"resolution": 2, "theta": 0.875}),  # t = 1: (1 + 3/4) / 2
+        ("she", {"resolution": 1, "noise": SHE_TABLE}),
+        ("the", {"resolution": 2, "noise": THE_TABLE, "theta": 0.875}),  # t = 1: (1 + 3/4) / 2
         ("rappor", {"k": 16, "h": 2, "m": 64, "p": 0.5, "q": 0.75, "f": RAPPOR_F_AT_1}),
-        ("olh", {"g": 4}),  # round(e + 1)
-        ("ss", {"k": 1}),  # round(5 / (e + 1))
-        ("de", {}),
+        ("olh", {"g": 4, "p": 1 / (1 + 3 * math.exp(-1.0))}),  # round(e + 1)
+        ("ss", {"k": 1, "p": E / (E + 4)}),  # round(5 / (e + 1))
+        ("de", {"p": E / (E + 4), "q": 1 / (E + 4)}),
     ],
 )
 def test_a_campaign_is_stored_with_its_oracles_defaults_written_out(
@@ -58,8 +65,12 @@ def test_a_campaign_with_levels_is_served_with_each_levels_derived_parameters(ap
     levels = {"high": 0.5, "medium": 1.0, "low": 2.0}
     config_id = api.create_campaign(campaign_config(oracle="olh", epsilon=2.0, levels=levels))
     body = api.session.get(f"{api.url}/v1/campaigns/colors").json()
-    # round(e^eps + 1) at each level's epsilon: the client reads g, never derives it.
-    assert body["level_params"] == {"high": {"g": 3}, "medium": {"g": 4}, "low": {"g": 8}}
+    # round(e^eps + 1) and p at each level's epsilon: the client reads them, never derives.
+    g = {"high": 3, "medium": 4, "low": 8}
+    assert body["level_params"] == {
+        level: {"g": g[level], "p": 1 / (1 + (g[level] - 1) * math.exp(-epsilon))}
+        for level, epsilon in levels.items()
+    }
     assert body["params"] == {}
     served = CampaignConfig.from_dict({k: v for k, v in body.items() if k != "config_id"})
     assert served.config_id == config_id == body["config_id"]
@@ -140,6 +151,9 @@ def test_unknown_campaign_is_404(api: Api) -> None:
         (campaign_config(shards=0), "shards"),
         (campaign_config(surprise=1), "surprise"),
         (campaign_config(params={"g": 2}), "params"),
+        # served probabilities that would promise less privacy than epsilon: e^eps = 27 * 4
+        (campaign_config(params={"p": 0.9, "q": 0.025}), "p"),
+        (campaign_config(oracle="she", params={"noise": {"a": 0.5}}), "noise"),
         ({"name": "x"}, "oracle"),
         ([1, 2], "config"),
         ({"name": "x", "oracle": "de", "epsilon": 1, "max_length": 8}, "oracle"),

@@ -83,10 +83,11 @@ def post_levels(client: Any, config: CampaignConfig, window: int, rng: np.random
 
 
 def test_levels_show_combined_and_each_level_across_windows(redis_client: Any) -> None:
+    # As stored (as_created): its reports are stamped with the created config's id.
     config = CampaignConfig.from_dict(
         {"name": "leveled", "oracle": "de", "epsilon": 2.0, "levels": LEVELS,
          "domain": [f"item{i}" for i in range(8)]}
-    )  # fmt: skip
+    ).as_created()  # fmt: skip
     Registry(redis_client).create(config)
     rng = np.random.default_rng(5)
     for day in range(3):

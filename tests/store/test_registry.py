@@ -3,6 +3,7 @@ before ids hashed RFC 8785 JSON load under their legacy ids (docs/protocol.md, "
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ldptel.client.campaign import CampaignConfig
@@ -34,6 +35,8 @@ def test_a_created_config_is_stored_as_created_under_its_rfc_8785_id(redis_clien
     registry = Registry(redis_client)
     config_id, changed = registry.create(CampaignConfig.from_dict({**OLD, "domain": ["a", "b"]}))
     stored = redis_client.get(keys.config(config_id)).decode()
-    assert changed and '"epsilon":1,' in stored and '"params":{"g":4}' in stored
+    # g = round(e + 1) and p = 1/(1 + (g - 1) e^-1), written out at creation
+    assert changed and '"epsilon":1,' in stored
+    assert f'"params":{{"g":4,"p":{1 / (1 + 3 * math.exp(-1.0))!r}}}' in stored
     loaded = registry.config(config_id)
     assert loaded is not None and loaded.config_id == config_id and not loaded.legacy_id

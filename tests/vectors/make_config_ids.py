@@ -5,17 +5,58 @@ out here by hand, following RFC 8785 and docs/protocol.md, "Config ids"; not pro
 ldptel's code, so the vectors check it), its config id (SHA-256 of the UTF-8 bytes, first 16
 hex digits) and the legacy id the same config had before ids hashed RFC 8785 JSON.
 Cases: Unicode labels (escaping, non-BMP), numbers with exponents, integral floats, and the
-derived parameters a created config carries (OLH's g and SS's k at exact ties, per level).
+derived parameters a created config carries (OLH's g and SS's k at exact ties, per level; the
+probabilities and the noise table, computed here from the derivations of docs/protocol.md,
+"Derived parameters", with Python's math, not with ldptel's oracles).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
+
+
+def num(value: float) -> str:
+    """A double as JCS writes it: Python's repr has the same shortest digits, and every value
+    written here lies where both write plain decimals."""
+    text = repr(value)
+    assert "e" not in text and not text.endswith(".0"), text
+    return text
+
+
+def pq(p: float, q: float) -> str:
+    return f'"p":{num(p)},"q":{num(q)}'
+
+
+def sue(epsilon: float) -> str:
+    s = math.exp(-epsilon / 2)
+    return pq(1 / (1 + s), s / (1 + s))
+
+
+def lh_p(epsilon: float, g: int) -> str:
+    return num(1.0 / (1.0 + (g - 1) * math.exp(-epsilon)))
+
+
+def noise_table(epsilon: float, resolution: int) -> str:
+    """SHE's served table: a, W(0), M and S by the derivation in docs/protocol.md."""
+    a = math.nextafter(math.exp(-epsilon / (2 * resolution)), 1.0)
+    n, d = a.as_integer_ratio()
+    center = max(1, math.floor(2.0**61 * (1 - 2.0**-20) * (1.0 - a) / (1.0 + a)))
+    weights = [center]
+    while len(weights) <= resolution + 1 or (weights[-1] >= 2**16 and len(weights) <= 2**18):
+        weights.append(-(-weights[-1] * n // d))
+    clamp = len(weights) - 1
+    for _ in range(resolution - 1):
+        weights.append(-(-weights[-1] * n // d))
+    weights.append(-(-weights[-1] * n // (d - n)))
+    total = 2 * sum(weights) - center
+    return f'"noise":{{"a":{num(a)},"center":"{center}","clamp":{clamp},"total":"{total}"}}'
+
 
 DEFAULTS = '"reports_per_window":1,"retention_seconds":604800,"shards":1,"window_seconds":86400}'
 
@@ -29,7 +70,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             "domain": ["café", "日本語", "😀", 'say "hi" \\ ok'],
         },
         '{"domain":["café","日本語","😀","say \\"hi\\" \\\\ ok"],"epsilon":1,'
-        '"lifetime_epsilon":null,"name":"unicode","oracle":"de","params":{},' + DEFAULTS,
+        '"lifetime_epsilon":null,"name":"unicode","oracle":"de","params":{'
+        + pq(math.e / (math.e + 3), 1 / (math.e + 3))
+        + "},"
+        + DEFAULTS,
     ),
     (
         "exponents: ECMAScript number form (0.00001, 1e-7, 0.0025)",
@@ -41,7 +85,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             "lifetime_epsilon": 2.5e-3,
             "levels": {"small": 1e-05, "tiny": 1e-07},
         },
-        '{"domain":["a","b"],"epsilon":0.00001,"level_strategy":"optimal",'
+        '{"domain":["a","b"],"epsilon":0.00001,"level_params":{"small":{'
+        + sue(1e-5)
+        + '},"tiny":{'
+        + sue(1e-7)
+        + '}},"level_strategy":"optimal",'
         '"level_threshold":null,"levels":{"small":0.00001,"tiny":1e-7},'
         '"lifetime_epsilon":0.0025,"name":"exponents","oracle":"sue","params":{},' + DEFAULTS,
     ),
@@ -63,7 +111,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "OLH at e^eps = 1.5 exactly: g = round_half_even(2.5) = 2, written into params",
         {"name": "olh-tie", "oracle": "olh", "epsilon": 0.40546510810816433, "domain": ["x", "y"]},
         '{"domain":["x","y"],"epsilon":0.40546510810816433,"lifetime_epsilon":null,'
-        '"name":"olh-tie","oracle":"olh","params":{"g":2},' + DEFAULTS,
+        '"name":"olh-tie","oracle":"olh","params":{"g":2,"p":'
+        + lh_p(0.40546510810816433, 2)
+        + "},"
+        + DEFAULTS,
     ),
     (
         "SS with d = 40 at e^eps = 15 exactly: k = round_half_even(40 / 16 = 2.5) = 2",
@@ -76,7 +127,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         '{"domain":['
         + ",".join(f'"v{i}"' for i in range(40))
         + '],"epsilon":2.70805020110221,"lifetime_epsilon":null,"name":"ss-tie","oracle":"ss",'
-        '"params":{"k":2},' + DEFAULTS,
+        '"params":{"k":2,"p":'
+        + num(2 * math.exp(2.70805020110221) / (2 * math.exp(2.70805020110221) + 38))
+        + "},"
+        + DEFAULTS,
     ),
     (
         "levels: g derived per level and written into level_params",
@@ -87,9 +141,34 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             "domain": ["x", "y", "z"],
             "levels": {"high": 0.5, "low": 2.0},
         },
-        '{"domain":["x","y","z"],"epsilon":2,"level_params":{"high":{"g":3},"low":{"g":8}},'
+        '{"domain":["x","y","z"],"epsilon":2,"level_params":{"high":{"g":3,"p":'
+        + lh_p(0.5, 3)
+        + '},"low":{"g":8,"p":'
+        + lh_p(2.0, 8)
+        + "}},"
         '"level_strategy":"optimal","level_threshold":null,"levels":{"high":0.5,"low":2},'
         '"lifetime_epsilon":null,"name":"olh-levels","oracle":"olh","params":{},' + DEFAULTS,
+    ),
+    (
+        "the noise table of SHE: a as a number, W(0) and S as decimal strings (above 2^53)",
+        {"name": "she-table", "oracle": "she", "epsilon": 1.0, "domain": ["a", "b"]},
+        '{"domain":["a","b"],"epsilon":1,"lifetime_epsilon":null,"name":"she-table",'
+        '"oracle":"she","params":{' + noise_table(1.0, 1) + ',"resolution":1},' + DEFAULTS,
+    ),
+    (
+        "HCMS: the fixed k and m, and the flip probability f = 1/(1 + e^eps)",
+        {
+            "name": "hcms-flip",
+            "oracle": "hcms",
+            "epsilon": 2.0,
+            "domain": ["a", "b"],
+            "params": {"k": 4, "m": 8},
+        },
+        '{"domain":["a","b"],"epsilon":2,"lifetime_epsilon":null,"name":"hcms-flip",'
+        '"oracle":"hcms","params":{"f":'
+        + num(math.exp(-2.0) / (1 + math.exp(-2.0)))
+        + ',"k":4,"m":8},'
+        + DEFAULTS,
     ),
 ]
 

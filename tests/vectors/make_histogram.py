@@ -35,6 +35,8 @@ def noise_facts(oracle: SummationHistogramEncoding) -> dict[str, Any]:
         "weight_last_cell": str(half[-2]),
         "weight_tail_cell": str(half[-1]),
         "epsilon_guaranteed": noise.epsilon,
+        # As a created config serves it (params.noise; docs/protocol.md, "Noise table").
+        "served": noise.table.to_json(),
     }
 
 

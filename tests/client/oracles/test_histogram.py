@@ -119,7 +119,7 @@ def test_parameters_are_validated() -> None:
         with pytest.raises(ParameterError, match="resolution"):
             SummationHistogramEncoding(epsilon=1.0, domain_size=8, resolution=bad)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="epsilon"):
-        GridNoise(1e-300, 64)
+        grid_noise(1e-300, 64)
 
 
 # -- the sampler -----------------------------------------------------------------------------
@@ -464,6 +464,17 @@ def test_vectors_noise_tables_and_malformed_reports(name: str) -> None:
         assert half[:4] == facts["weights_from_0"]
         assert half[-2:] == [facts["weight_last_cell"], facts["weight_tail_cell"]]
         assert noise.epsilon == pytest.approx(facts["epsilon_guaranteed"], rel=1e-12)
+        # The config serves the table; built from it alone, the law is the same.
+        assert oracle.derived_params()["noise"] == facts["served"]
+        served = make_oracle(
+            name,
+            epsilon=case["epsilon"],
+            domain_size=case["domain_size"],
+            resolution=case["resolution"],
+            noise=facts["served"],
+        )
+        assert isinstance(served, HistogramEncoding)
+        assert np.array_equal(served.noise.weights, noise.weights)
     bad = data["malformed"]
     oracle = make_oracle(
         name, epsilon=bad["epsilon"], domain_size=bad["domain_size"], resolution=bad["resolution"]

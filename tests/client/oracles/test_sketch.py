@@ -38,7 +38,8 @@ def test_defaults_are_fixed_params_so_a_campaign_keeps_them(name: str) -> None:
     config = CampaignConfig.from_dict(
         {"name": "words", "oracle": name, "epsilon": 2.0, "domain": ["a", "b", "c"]}
     ).as_created()
-    assert config.params == {"k": 1024, "m": 1024}
+    # and beside them what is derived from epsilon (the probabilities), as the oracle has it
+    assert config.params == {"k": 1024, "m": 1024, **oracle.derived_params()}
 
 
 def test_the_aggregator_counts_a_sketch_by_the_row_a_report_touches() -> None:
