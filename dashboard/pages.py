@@ -14,13 +14,13 @@ from urllib.parse import urlencode
 
 from ldptel.aggregator.html import (
     chart_svg,
-    discovery_sentence,
     numeric_html,
     style,
     summary_html,
 )
 from ldptel.aggregator.model import Report
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.table import discovery_sentence
 from ldptel.dashboard.change import Change
 from ldptel.dashboard.charts import TrendPoint, figure, trend_svg
 from ldptel.dashboard.series import Numbers, window_label
