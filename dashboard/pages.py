@@ -12,12 +12,7 @@ from importlib import resources
 from string import Template
 from urllib.parse import urlencode
 
-from ldptel.aggregator.html import (
-    chart_svg,
-    numeric_html,
-    style,
-    summary_html,
-)
+from ldptel.aggregator.html import chart_svg, numeric_html, style, summary_html
 from ldptel.aggregator.model import Report
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
 from ldptel.aggregator.table import discovery_sentence
