@@ -3,7 +3,11 @@
 
 Numbers are written at full precision (Python's shortest round-trip repr), so every count in
 the CSV equals the JSON report's; a proportion is that count divided by the report's n.
-Reports without items (not enough reports) have no rows."""
+Reports without items (not enough reports) have no rows.
+
+A numeric campaign's document (reports with a `numeric` section) is written with its own
+header, NUMERIC_CSV_COLUMNS: per report one `mean` row, then one `bucket` row per bucket of
+the distribution (sw, dbitflip); the columns a row's kind lacks are empty."""
 
 from __future__ import annotations
 
@@ -21,8 +25,26 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
+#: Which report (as above), its range, the row's kind ("mean" or "bucket"), the mean's
+#: numbers (mean rows), then the bucket's (bucket rows).
+NUMERIC_CSV_COLUMNS = (
+    "campaign", "window_start", "config_id", "level", "combined", "oracle", "epsilon", "n",
+    "confidence", "range_low", "range_high", "row", "estimate", "stderr", "ci_low", "ci_high",
+    "worst_case_stderr", "bucket_low", "bucket_high", "point", "probability", "raw", "cdf",
+)  # fmt: skip
+
+
 def _flag(value: bool) -> str:
     return "true" if value else "false"
+
+
+def _report_columns(report: Report) -> list[object]:
+    """The columns saying which report a row is of (the first of both headers)."""
+    return [
+        report["campaign"], report["window"]["start"], report["config_id"], report["level"],
+        _flag("combined" in report), report["oracle"], report["epsilon"], report["n"],
+        report["confidence"],
+    ]  # fmt: skip
 
 
 def csv_row(report: Report, item: Item) -> list[object]:
@@ -30,17 +52,38 @@ def csv_row(report: Report, item: Item) -> list[object]:
     n = report["n"]
     counts = (item["estimate"], item["stderr"], item["ci_low"], item["ci_high"])
     return [
-        report["campaign"], report["window"]["start"], report["config_id"], report["level"],
-        _flag("combined" in report), report["oracle"], report["epsilon"], n,
-        report["confidence"], item["item"], item["index"], *counts, item["consistent"],
+        *_report_columns(report), item["item"], item["index"], *counts, item["consistent"],
         _flag(item["significant"]), *(count / n for count in counts),
     ]  # fmt: skip
 
 
+def numeric_rows(report: Report) -> list[list[object]]:
+    """A numeric report's mean row and bucket rows (none below min_reports)."""
+    numeric = report.get("numeric")
+    if numeric is None:
+        return []
+    head = [*_report_columns(report), numeric["low"], numeric["high"]]
+    mean = numeric["mean"]
+    mean_columns = (mean["estimate"], mean["stderr"], mean["ci_low"], mean["ci_high"])
+    rows = [[*head, "mean", *mean_columns, mean["worst_case_stderr"], *[""] * 6]]
+    distribution = numeric.get("distribution")
+    for bucket in distribution["buckets"] if distribution else []:
+        edges = (bucket["low"], bucket["high"], bucket["point"])
+        values = (bucket["probability"], bucket["raw"], bucket["cdf"])
+        rows.append([*head, "bucket", *[""] * 5, *edges, *values])
+    return rows
+
+
 def render_csv(document: WindowDocument) -> str:
-    """Every item of every report of the window, largest estimate first within a report."""
+    """Every item of every report of the window, largest estimate first within a report
+    (a numeric campaign's window: every report's mean and buckets)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    if any("numeric" in report for report in document["reports"]):
+        writer.writerow(NUMERIC_CSV_COLUMNS)
+        for report in document["reports"]:
+            writer.writerows(numeric_rows(report))
+        return out.getvalue()
     writer.writerow(CSV_COLUMNS)
     for report in document["reports"]:
         for item in sorted(report["items"], key=lambda i: -i["estimate"]):

@@ -189,7 +189,7 @@ def create_app(
             name=name,
             oracle=config.oracle,
             epsilon=config.epsilon,
-            domain_size=config.domain_size,
+            domain=domain_text(config),
             levels=tuple(f"{k} {v:.3g}" for k, v in config.levels.items()),
             windows=len(windows),
             latest=windows[-1].by_level.get("") if windows else None,
@@ -315,10 +315,21 @@ def create_app(
     return app
 
 
+def domain_text(config: CampaignConfig) -> str:
+    """What a campaign's reports are about: a numeric range, an open domain's longest value,
+    or the domain's size."""
+    if config.range is not None:
+        low, high = config.range
+        return f"range [{low:g}, {high:g}]"
+    if config.max_length is not None:
+        return f"free text, max_length {config.max_length} bytes"
+    return f"{config.domain_size:,} items"
+
+
 def meta_line(shown: View) -> str:
     config = shown.config
     return (
-        f"{config.oracle.upper()}, epsilon {config.epsilon:.3g}, {config.domain_size:,} items, "
+        f"{config.oracle.upper()}, epsilon {config.epsilon:.3g}, {domain_text(config)}, "
         f"{len(shown.windows):,} windows stored"
     )
 

@@ -35,8 +35,10 @@ class TrendPoint:
     consistent: float | None = None
 
 
-def _number(value: float) -> str:
-    return f"{value:,.0f}"
+def figure(value: float) -> str:
+    """A count or mean for people: whole above 100, else three significant digits (a mean
+    of values in [0, 1] must not read 0)."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def runs(points: list[TrendPoint]) -> list[list[int]]:
@@ -83,7 +85,7 @@ def trend_svg(item: str, points: list[TrendPoint], confidence: float) -> str:
         parts.append(
             f'<line class="grid" x1="{_LEFT}" y1="{y(value):.1f}" x2="{_WIDTH - _RIGHT}" '
             f'y2="{y(value):.1f}"/><text x="{_LEFT - 6}" y="{y(value) + 4:.1f}" '
-            f'text-anchor="end">{_number(value)}</text>'
+            f'text-anchor="end">{figure(value)}</text>'
         )
     every = max(1, math.ceil(len(points) / 8))  # at most ~8 window labels on the axis
     for index, point in enumerate(points):
@@ -112,9 +114,9 @@ def trend_svg(item: str, points: list[TrendPoint], confidence: float) -> str:
             )
             continue
         title = (
-            f"{point.label}: estimate {_number(point.estimate)}, {confidence:.0%} CI "
-            f"[{_number(point.ci_low or 0.0)}, {_number(point.ci_high or 0.0)}], "
-            f"consistent {_number(point.consistent or 0.0)}, n = {point.n:,}"
+            f"{point.label}: estimate {figure(point.estimate)}, {confidence:.0%} CI "
+            f"[{figure(point.ci_low or 0.0)}, {figure(point.ci_high or 0.0)}], "
+            f"consistent {figure(point.consistent or 0.0)}, n = {point.n:,}"
         )
         parts.append(
             f'<circle class="point" tabindex="0" cx="{x(index):.1f}" '

@@ -12,11 +12,12 @@ from importlib import resources
 from string import Template
 from urllib.parse import urlencode
 
-from ldptel.aggregator.html import chart_svg, style, summary_html
+from ldptel.aggregator.html import chart_svg, numeric_html, style, summary_html
 from ldptel.aggregator.model import Report
 from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.table import discovery_sentence
 from ldptel.dashboard.change import Change
-from ldptel.dashboard.charts import TrendPoint, trend_svg
+from ldptel.dashboard.charts import TrendPoint, figure, trend_svg
 from ldptel.dashboard.series import Numbers, window_label
 
 #: Live filtering of the item rows while typing (the search also works without it: submit).
@@ -33,10 +34,6 @@ document.querySelectorAll("input[data-filter]").forEach(function (box) {
 </script>"""
 
 
-def _number(value: float) -> str:
-    return f"{value:,.0f}"
-
-
 def page(title: str, body: str, home: str, script: str = "") -> str:
     text = resources.files("ldptel.dashboard").joinpath("page.html").read_text()
     return Template(text).substitute(
@@ -51,7 +48,8 @@ class CampaignRow:
     name: str
     oracle: str
     epsilon: float
-    domain_size: int
+    #: The domain in words: its size, a numeric range or an open domain's max_length.
+    domain: str
     levels: tuple[str, ...]
     windows: int
     latest: Numbers | None
@@ -61,7 +59,7 @@ class CampaignRow:
 def campaign_list(rows: Sequence[CampaignRow], link: str) -> str:
     """The campaign list: `link` is the campaign page URL with `{name}` in it."""
     head = (
-        "<tr><th>campaign</th><th>oracle</th><th>epsilon</th><th>domain size</th>"
+        "<tr><th>campaign</th><th>oracle</th><th>epsilon</th><th>domain</th>"
         "<th>windows</th><th>last aggregation</th><th>reports in the last window</th>"
         "<th class='item'>privacy</th></tr>"
     )
@@ -78,7 +76,7 @@ def campaign_list(rows: Sequence[CampaignRow], link: str) -> str:
         lines.append(
             f'<tr data-campaign="{escape(row.name)}"><td><a href="{href}">{escape(row.name)}'
             f"</a></td><td>{escape(row.oracle)}</td><td>{escape(epsilon)}</td>"
-            f"<td>{row.domain_size:,}</td><td class='windows'>{row.windows:,}</td>"
+            f"<td class='domain'>{escape(row.domain)}</td><td class='windows'>{row.windows:,}</td>"
             f"<td>{escape(row.last_built)}</td><td class='reports'>{reports}</td>"
             f"<td class='item privacy-cell'><details><summary>statement</summary>{privacy}"
             "</details></td></tr>"
@@ -155,6 +153,17 @@ def window_section(report: Report | None, latest: bool) -> str:
     head = f"<h2>{'Latest window' if latest else 'Window'}: {escape(label)}</h2>"
     if report["status"] == NOT_ENOUGH:
         return head + f'<p class="status">{escape(report["message"])}</p>'
+    if (numeric := report.get("numeric")) is not None:  # the mean, and the distribution
+        return head + summary_html(report) + numeric_html(report, numeric)
+    if (discovery := report.get("discovery")) is not None:  # the strings listed
+        chart = chart_svg(report["items"], report["confidence"]) if report["items"] else ""
+        return (
+            head
+            + summary_html(report)
+            + f'<p class="discovery">{escape(discovery_sentence(report))}</p>'
+            + chart
+            + f'<p class="note">{escape(discovery["statement"])}</p>'
+        )
     significance = report["significance"]
     return (
         head
@@ -175,10 +184,10 @@ def trend_table(points: Sequence[TrendPoint], confidence: float) -> str:
             cells = f'<td colspan="4" class="item">{escape(point.status)}</td>'
         else:
             cells = (
-                f'<td class="estimate">{_number(point.estimate)}</td>'
-                f"<td>{_number(point.stderr or 0.0)}</td>"
-                f"<td>[{_number(point.ci_low or 0.0)}, {_number(point.ci_high or 0.0)}]</td>"
-                f"<td>{_number(point.consistent or 0.0)}</td>"
+                f'<td class="estimate">{figure(point.estimate)}</td>'
+                f"<td>{figure(point.stderr or 0.0)}</td>"
+                f"<td>[{figure(point.ci_low or 0.0)}, {figure(point.ci_high or 0.0)}]</td>"
+                f"<td>{figure(point.consistent or 0.0)}</td>"
             )
         rows.append(
             f'<tr data-window="{point.window}"><td>{escape(point.label)}</td>'
@@ -269,8 +278,8 @@ def items_section(
             difference, stderr, z, flagged = differences[item]
             mark = ("▲ up" if difference > 0 else "▼ down") if flagged else ""
             cells = [
-                f'<td class="change">{_number(difference)}</td>',
-                f"<td>{_number(stderr)}</td>",
+                f'<td class="change">{figure(difference)}</td>',
+                f"<td>{figure(stderr)}</td>",
                 f"<td>{z:.2f}</td>",
                 f'<td class="flag">{mark}</td>',
             ]
@@ -278,9 +287,9 @@ def items_section(
             f'<tr data-item="{escape(item)}"{hidden}><td><input type="checkbox" name="items" '
             f'id="{box_id}" value="{escape(item)}"{checked}></td>'
             f'<td class="item"><label for="{box_id}">{escape(item)}</label></td>'
-            f'<td class="estimate">{_number(after.estimate[i])}</td>'
-            f"<td>{_number(after.variance[i] ** 0.5)}</td>"
-            f"<td>{_number(after.consistent[i])}</td>{''.join(cells)}</tr>"
+            f'<td class="estimate">{figure(after.estimate[i])}</td>'
+            f"<td>{figure(after.variance[i] ** 0.5)}</td>"
+            f"<td>{figure(after.consistent[i])}</td>{''.join(cells)}</tr>"
         )
     intro = (
         f'<p class="note">Window {escape(window_label(after.window))}: unbiased estimates, '

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.aggregator.model import Report, WindowDocument, from_json
-from ldptel.aggregator.report import OK, privacy_sentences
+from ldptel.aggregator.model import Item, Report, WindowDocument, from_json
+from ldptel.aggregator.report import OK, ReportOptions, privacy_sentences
 from ldptel.dashboard.charts import TrendPoint
 from ldptel.store import reports
 from ldptel.store.connection import REDIS_ERRORS, RedisClient
@@ -74,9 +74,37 @@ def window_label(start: int) -> str:
 Domains = dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, int]]]
 
 
+#: A numeric campaign's one "item": the mean, so trends and changes treat it as any item.
+MEAN = "mean"
+
+
+def _items(report: Report) -> list[Item]:
+    """The report's items; a numeric report's mean as the one item MEAN (none while n <
+    min_reports), so its trend, CI band and change follow the categorical rules."""
+    numeric = report.get("numeric")
+    if numeric is None:
+        return report["items"]
+    mean = numeric["mean"]
+    item: Item = {
+        "item": MEAN, "index": 0, "estimate": mean["estimate"], "variance": mean["variance"],
+        "stderr": mean["stderr"], "ci_low": mean["ci_low"], "ci_high": mean["ci_high"],
+        "consistent": mean["estimate"], "threshold": math.inf, "significant": False,
+    }  # fmt: skip
+    return [item]
+
+
+def false_flags(report: Report) -> float:
+    """The report's expected false flags; a numeric report flags nothing itself, so its
+    mean's change is tested at the aggregator's default rate."""
+    significance = report.get("significance")
+    if significance is None:
+        return ReportOptions().false_flags
+    return significance["expected_false_flags"]
+
+
 def numbers(report: Report, domains: Domains) -> Numbers:
     """A report as columns; `domains` interns equal item tuples (and their positions)."""
-    items = report["items"]
+    items = _items(report)
 
     def column(field: str) -> NDArray[np.float64]:
         return np.fromiter((item[field] for item in items), np.float64, len(items))  # type: ignore[literal-required]
@@ -98,7 +126,7 @@ def numbers(report: Report, domains: Domains) -> Numbers:
         n=report["n"],
         confidence=report["confidence"],
         consistency=report["consistency"],
-        false_flags=report["significance"]["expected_false_flags"],
+        false_flags=false_flags(report),
         items=labels,
         estimate=column("estimate"),
         variance=column("variance"),

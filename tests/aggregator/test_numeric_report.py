@@ -4,6 +4,8 @@ the true mean of the clipped values at its stated rate over many windows."""
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import math
 from statistics import NormalDist
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 from stream_entries import append, make_config, register, simulate
 
+from ldptel.aggregator.csv_export import NUMERIC_CSV_COLUMNS, render_csv
 from ldptel.aggregator.html import render_html
 from ldptel.aggregator.model import from_json, to_json
 from ldptel.aggregator.report import NOT_ENOUGH, build_window
@@ -39,6 +42,35 @@ def numeric_window(client: Any, oracle: str, n: int) -> tuple[dict[str, Any], np
     return dict(document), np.clip(values, LOW, HIGH)
 
 
+def assert_csv_is_the_json(document: dict[str, Any]) -> None:
+    """`ldptel report --csv` of a numeric window: one mean row, then one row per bucket in
+    order, with the JSON's numbers to the last bit and the other kind's columns empty."""
+    text = render_csv(document)  # type: ignore[arg-type]
+    assert text.splitlines()[0] == ",".join(NUMERIC_CSV_COLUMNS)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    (report,) = document["reports"]
+    numeric = report["numeric"]
+    buckets = numeric.get("distribution", {"buckets": []})["buckets"]
+    assert [row["row"] for row in rows] == ["mean"] + ["bucket"] * len(buckets)
+    for row in rows:
+        assert (row["campaign"], row["oracle"], int(row["n"])) == (
+            report["campaign"], report["oracle"], report["n"]
+        )  # fmt: skip
+        assert (float(row["range_low"]), float(row["range_high"])) == (LOW, HIGH)
+    mean_columns = ("estimate", "stderr", "ci_low", "ci_high", "worst_case_stderr")
+    assert {c: float(rows[0][c]) for c in mean_columns} == {
+        c: numeric["mean"][c] for c in mean_columns
+    }
+    assert rows[0]["bucket_low"] == rows[0]["cdf"] == ""
+    for row, bucket in zip(rows[1:], buckets, strict=True):
+        assert row["estimate"] == row["worst_case_stderr"] == ""
+        assert (float(row["bucket_low"]), float(row["bucket_high"])) == (
+            bucket["low"], bucket["high"]
+        )  # fmt: skip
+        for column in ("point", "probability", "raw", "cdf"):
+            assert float(row[column]) == bucket[column]
+
+
 def test_a_numeric_report_holds_the_mean_with_its_interval(redis_client: Any) -> None:
     document, truth = numeric_window(redis_client, "duchi", 4000)
 
@@ -58,6 +90,7 @@ def test_a_numeric_report_holds_the_mean_with_its_interval(redis_client: Any) ->
 
     table = format_window(document)
     assert "mean" in table and "worst-case stderr" in table and "95% CI" in table
+    assert_csv_is_the_json(document)
     page = render_html(document)
     assert page.count('<circle class="mean"') == 1 and "<script" not in page
 
@@ -138,5 +171,6 @@ def test_distribution_mechanisms_report_a_histogram_cdf_and_quantiles(
     assert median < 500.0
     assert from_json(to_json(document)) == document
     assert "quantiles: q0.05" in format_window(document)
+    assert_csv_is_the_json(document)
     page = render_html(document)
     assert page.count('<rect class="bucket"') == len(buckets) and '<polyline class="cdf"' in page
