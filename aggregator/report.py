@@ -43,6 +43,7 @@ from ldptel.client.levels import LevelPart, combine
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.rappor import Rappor
+from ldptel.client.oracles.rappor_decode import alone_variance
 from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.store import reports as stored_reports
 from ldptel.store.connection import RedisClient
@@ -191,7 +192,10 @@ def fit_statistics(
     fit = oracle.fit(support, alpha=options.false_flags)
     # Only the non-negative fit (many candidates) leaves candidates at 0, with no standard
     # error of their own (on the boundary): the design stderr under f_v = 0, not significant.
-    stderr = np.where(fit.selected, fit.stderr, np.sqrt(oracle.variance(n, None)))
+    null_variance = oracle.variance(n, None)
+    if not np.isfinite(null_variance).all():  # more candidates than m·k bits: no design
+        null_variance = alone_variance(oracle, n)  # stderr; JSON carries no Infinity
+    stderr = np.where(fit.selected, fit.stderr, np.sqrt(null_variance))
     z_ci = NormalDist().inv_cdf(0.5 + options.confidence / 2)
     # Base-Cut keeps exactly the candidates the fit calls significant.
     verdict = np.where(fit.significant, -np.inf, np.inf)

@@ -201,3 +201,16 @@ def design_variance(
     gram_inverse = np.linalg.inv(gram)
     spread = gram_inverse @ (matrix.T * (per_report * n / m)) @ matrix @ gram_inverse
     return np.asarray(np.diag(spread), dtype=np.float64)
+
+
+def alone_variance(oracle: Rappor, n: int) -> NDArray[np.float64]:
+    """Per candidate, the least-squares variance of its count under f = 0 were it the only
+    candidate: finite when `design_variance` is not (more candidates than m·k bits), and a
+    lower bound on the null spread of a candidate the selection leaves at 0 (the LASSO path's
+    stderrs are not calibrated anyway: the report says so)."""
+    # One column a_v = B_v / m with iid per-bit noise w = n/m · p*(1-p*)/(q*-p*)^2 at f = 0:
+    # Var = w / (a_v . a_v) = w m^2 / (bits of v over all cohorts).
+    gap = oracle.q_star - oracle.p_star
+    weight = n / oracle.m * oracle.p_star * (1 - oracle.p_star) / gap**2
+    bits = oracle.design().sum(axis=0)
+    return np.asarray(weight * oracle.m**2 / bits, dtype=np.float64)

@@ -105,3 +105,20 @@ def test_a_report_decoded_by_the_lasso_says_its_intervals_are_not_calibrated(
                      "reports": [report]}  # fmt: skip
     assert escape(UNCALIBRATED) in render_html(document)
     assert UNCALIBRATED in format_window(document)
+
+
+def test_more_candidates_than_the_design_separates_still_gives_a_finite_report(
+    redis_client: Any,
+) -> None:
+    # 12 candidates > m k = 8 Bloom bits over all cohorts: least squares cannot separate them,
+    # so the design variance is infinite; a candidate the LASSO leaves at 0 gets the variance
+    # it would have alone, and the document stays JSON (no Infinity) that pages can draw.
+    oracle, report, _ = rappor_window(redis_client, ReportOptions(), k=2, m=4)
+    assert np.isinf(oracle.variance(N, None)).all()
+    assert report["uncalibrated"] == UNCALIBRATED
+    stderrs = [item["stderr"] for item in report["items"]]
+    assert all(np.isfinite(stderrs)) and min(stderrs) > 0
+    document: Any = {"campaign": "c", "window": report["window"], "built_at": "",
+                     "reports": [report]}  # fmt: skip
+    json.dumps(document, allow_nan=False)
+    assert "<svg" in render_html(document)
