@@ -36,8 +36,8 @@ from ldptel.aggregator.numeric import numeric_estimates
 from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig, Mechanism
-from ldptel.client.errors import ParameterError
 from ldptel.client.discovery.pem import PrefixExtendingMethod
+from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
