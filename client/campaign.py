@@ -50,7 +50,8 @@ from ldptel.client.oracles.base import check_epsilon, check_int
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
 #: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
 #: storage, integer support: all the collector and the window state need); the union lets the
-#: SDK and the report builder tell the two kinds apart.
+#: SDK and the report builder tell the two kinds apart. An open-domain "pem" campaign's is
+#: PEM's reports (client/discovery/pem.py), a ReportMechanism too.
 Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
@@ -551,7 +552,7 @@ def _resolve_oracle(
     once: the config stores the chosen oracle, so its reports never change meaning when a
     later version would choose differently, and every privacy level uses the same oracle."""
     choice = data.get("oracle_choice")
-    if data["oracle"] == PrefixExtendingMethod.name:  # open domains only (_check_open_domain)
+    if data["oracle"] == PrefixExtendingMethod.name and max_length is not None:
         if choice is not None:
             raise ParameterError("oracle_choice", "must be null for oracle 'pem'")
         return PrefixExtendingMethod.name, params, None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from live_collector import stored_reports
 
 from ldptel.aggregator.html import render_html
@@ -15,6 +16,7 @@ from ldptel.aggregator.report import ReportOptions, build_window, list_windows
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
+from ldptel.client.errors import ParameterError
 from ldptel.client.status import ReportStatus
 from ldptel.store.registry import Registry
 
@@ -80,3 +82,16 @@ def test_a_bad_pem_report_is_refused_with_json_naming_the_field(collector: Any, 
         assert response.status_code == 400, response.text
         assert response.headers["Content-Type"].startswith("application/json")
         assert field in response.text
+
+
+def test_pem_is_an_open_domain_oracle_only() -> None:
+    categorical = {"name": "colors", "oracle": "pem", "epsilon": 1.0, "domain": ["a", "b"]}
+    for data, field in [
+        (categorical, "oracle"),
+        ({**PEM, "max_length": 2000}, "max_length"),  # PEM's own bound (1024 bytes)
+        ({**PEM, "params": {"top_k": 0}}, "top_k"),
+        ({**PEM, "params": {"rows": 4}}, "params"),
+    ]:
+        with pytest.raises(ParameterError) as error:
+            CampaignConfig.from_dict(data)
+        assert error.value.field == field
