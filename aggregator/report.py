@@ -36,6 +36,7 @@ from ldptel.aggregator.numeric import numeric_estimates
 from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig, Mechanism
+from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.ledger import guarantee
@@ -452,7 +453,7 @@ def _items(labels: Sequence[str], stats: ItemColumns) -> list[Item]:
 
 def build_report(
     config: CampaignConfig,
-    oracle: Mechanism,
+    oracle: FrequencyOracle | NumericMechanism,
     state: StateKey,
     n: int,
     support: NDArray[np.int64],
@@ -549,23 +550,10 @@ def open_domain_report(
 ) -> Report:
     """The report of an open-domain state: the candidates whose estimate clears the release
     threshold (and only those), with the threshold and the expected false discoveries."""
-    privacy = privacy_section(config, oracle, n)
-    report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
     count = len(candidates.values)
-    z = significance_z(max(count, 1), options.false_flags)
-    report["significance"]["z"] = z
-    report["significance"]["rule"] = DISCOVERY_RULE
-    report["consistency"] = OPEN_CONSISTENCY
-    discovery: Discovery = {
-        "max_length": config.max_length or 0,
-        "candidates": count,
-        "source": candidates.source,
-        "discovered": 0,
-        "threshold": 0.0,
-        "expected_false_discoveries": options.false_flags,
-        "statement": POST_PROCESSING,
-    }
-    report["discovery"] = discovery
+    report, discovery = _open_head(config, oracle, state, n, options, built_at)
+    report["significance"]["z"] = significance_z(max(count, 1), options.false_flags)
+    discovery["candidates"], discovery["source"] = count, candidates.source
     if _not_enough(report):
         return report
     if not count:
@@ -579,6 +567,76 @@ def open_domain_report(
     )
     items = _items(candidates.values, stats)
     report["items"] = [item for item in items if item["significant"]]
+    discovery["discovered"] = len(report["items"])
+    return report
+
+
+def _open_head(
+    config: CampaignConfig,
+    oracle: SketchOracle | PrefixExtendingMethod,
+    state: StateKey,
+    n: int,
+    options: ReportOptions,
+    built_at: float | None,
+) -> tuple[Report, Discovery]:
+    """The head of an open-domain report and its (empty) discovery section."""
+    privacy = privacy_section(config, oracle, n)
+    report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
+    report["significance"]["rule"] = DISCOVERY_RULE
+    report["consistency"] = OPEN_CONSISTENCY
+    discovery: Discovery = {
+        "max_length": config.max_length or 0,
+        "candidates": 0,
+        "source": "none",
+        "discovered": 0,
+        "threshold": 0.0,
+        "expected_false_discoveries": options.false_flags,
+        "statement": POST_PROCESSING,
+    }
+    report["discovery"] = discovery
+    return report, discovery
+
+
+def discovery_report(
+    config: CampaignConfig,
+    pem: PrefixExtendingMethod,
+    state: StateKey,
+    n: int,
+    support: NDArray[np.int64],
+    options: ReportOptions,
+    built_at: float | None = None,
+) -> Report:
+    """The report of a "pem" campaign's state: PEM discovery with no candidate list
+    (client/discovery/pem.py); the last group's candidates clearing the release threshold
+    are listed, estimated as counts among all n users."""
+    report, discovery = _open_head(config, pem, state, n, options, built_at)
+    discovery["source"] = "pem"
+    if _not_enough(report):
+        return report
+    sketches, sizes = pem.split_support(support)
+    if min(sizes) < 1:
+        report["status"] = NOT_ENOUGH
+        report["message"] = "not enough reports: a PEM group has none, too few for discovery"
+        return report
+    found = pem.discover(sketches, sizes, options.false_flags)
+    # z of the last group's test (Bonferroni over its candidates, Discovery's rule).
+    tail = found.expected_false_discoveries / max(1, found.candidates)
+    report["significance"]["z"] = NormalDist().inv_cdf(1.0 - tail)
+    discovery["candidates"] = found.candidates
+    discovery["threshold"] = found.threshold
+    discovery["expected_false_discoveries"] = found.expected_false_discoveries
+    z_ci = NormalDist().inv_cdf(0.5 + options.confidence / 2)
+    stats: ItemColumns = {
+        "estimate": found.estimate,
+        "variance": found.stderr**2,
+        "stderr": found.stderr,
+        "ci_low": found.estimate - z_ci * found.stderr,
+        "ci_high": found.estimate + z_ci * found.stderr,
+        "consistent": np.clip(found.estimate, 0.0, None),
+        "threshold": np.full(found.estimate.size, found.threshold),
+        "significant": np.ones(found.estimate.size, dtype=np.bool_),
+    }
+    report["items"] = _items(found.values, stats)
     discovery["discovered"] = len(report["items"])
     return report
 
@@ -654,7 +712,8 @@ def level_reports(
     reports: list[Report] = []
     for level in sorted(config.levels, key=lambda level: (config.levels[level], level)):
         oracle = registry.oracle(config_id, level)
-        assert not isinstance(oracle, NumericMechanism)  # numeric configs declare no levels
+        # Numeric and PEM configs declare no levels.
+        assert oracle is None or isinstance(oracle, FrequencyOracle)
         n = 0
         if oracle is not None:  # None: the level does not report (threshold strategy)
             state = StateKey(window, config_id, level)
@@ -712,6 +771,11 @@ def build_window(
             if config is None or oracle is None:
                 continue  # never written: the worker quarantines entries it cannot interpret
             n, support = read_state(client, name, shards, state, oracle.support_size)
+            if isinstance(oracle, PrefixExtendingMethod):
+                reports.append(
+                    discovery_report(config, oracle, state, n, support, options, built_at)
+                )
+                continue
             if config.open_domain:
                 assert isinstance(oracle, SketchOracle)  # CampaignConfig allows no other
                 reports.append(

@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import Any, TypeAlias
 
 from ldptel.client.canonical import canonical_json
+from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import (
     InvalidLevelError,
     InvalidValueError,
@@ -49,8 +50,9 @@ from ldptel.client.oracles.base import check_epsilon, check_int
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
 #: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
 #: storage, integer support: all the collector and the window state need); the union lets the
-#: SDK and the report builder tell the two kinds apart.
-Mechanism: TypeAlias = FrequencyOracle | NumericMechanism
+#: SDK and the report builder tell the two kinds apart. An open-domain "pem" campaign's is
+#: PEM's reports (client/discovery/pem.py), a ReportMechanism too.
+Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -332,7 +334,25 @@ class CampaignConfig:
         or `build_numeric`)."""
         if self.numeric:
             return self.build_numeric(epsilon)
+        if self.discovers:
+            return self.build_discovery(epsilon)
         return self.build_oracle(epsilon, level)
+
+    @property
+    def discovers(self) -> bool:
+        """True for an open-domain campaign of oracle "pem": its reports discover heavy
+        hitters with no candidate list (client/discovery/pem.py)."""
+        return self.oracle == PrefixExtendingMethod.name
+
+    def build_discovery(self, epsilon: float | None = None) -> PrefixExtendingMethod:
+        """The Prefix Extending Method of a "pem" campaign, over its max_length, with
+        `params` (top_k, step_bits, sketch, k, m)."""
+        assert self.max_length is not None and self.discovers
+        epsilon = self.epsilon if epsilon is None else epsilon
+        try:
+            return PrefixExtendingMethod(epsilon=epsilon, max_length=self.max_length, **self.params)
+        except TypeError as error:  # an unexpected keyword in params
+            raise ParameterError("params", str(error)) from error
 
     def build_numeric(self, epsilon: float | None = None) -> NumericMechanism:
         """The numeric mechanism of a numeric campaign, at `epsilon` (default: the
@@ -388,9 +408,9 @@ class CampaignConfig:
     def level_mechanism(self, level: str = "") -> Mechanism | None:
         """`level_oracle`, or the numeric mechanism of a numeric campaign (which declares no
         levels: `level` must be "")."""
-        if self.numeric:
+        if self.numeric or self.discovers:
             self.reporting_epsilon(level)  # the level rule: raises for any level
-            return self.build_numeric()
+            return self.build_mechanism()
         return self.level_oracle(level)
 
     def level_oracle(self, level: str = "") -> FrequencyOracle | None:
@@ -466,8 +486,8 @@ def _check_open_domain(data: dict[str, Any]) -> int:
         if absent in data:
             raise ParameterError(absent, "an open-domain campaign (max_length) has none")
     oracle = data["oracle"]
-    if oracle not in (*OPEN_DOMAIN_ORACLES, AutoOracle.name):
-        allowed = ", ".join((*OPEN_DOMAIN_ORACLES, AutoOracle.name))
+    if oracle not in (*OPEN_DOMAIN_ORACLES, PrefixExtendingMethod.name, AutoOracle.name):
+        allowed = ", ".join((*OPEN_DOMAIN_ORACLES, PrefixExtendingMethod.name, AutoOracle.name))
         raise ParameterError("oracle", f"an open-domain campaign takes {allowed}, not {oracle!r}")
     return check_int(data["max_length"], "max_length", 1, MAX_OPEN_LENGTH)
 
@@ -531,8 +551,12 @@ def _resolve_oracle(
     """(oracle name, params, oracle_choice) of an untrusted config. "auto" is resolved here,
     once: the config stores the chosen oracle, so its reports never change meaning when a
     later version would choose differently, and every privacy level uses the same oracle."""
-    name = oracle_class(data["oracle"]).name
     choice = data.get("oracle_choice")
+    if data["oracle"] == PrefixExtendingMethod.name and max_length is not None:
+        if choice is not None:
+            raise ParameterError("oracle_choice", "must be null for oracle 'pem'")
+        return PrefixExtendingMethod.name, params, None
+    name = oracle_class(data["oracle"]).name
     if name != AutoOracle.name:
         if choice is not None and (not isinstance(choice, dict) or choice.get("oracle") != name):
             raise ParameterError("oracle_choice", f"must be null or a choice of oracle {name!r}")

@@ -49,10 +49,11 @@ import sqlite3
 import numpy as np
 
 from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
+from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.numeric.base import alpha_point_level
-from ldptel.client.oracles.base import WireReport
+from ldptel.client.oracles.base import FrequencyOracle, WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.client.randomness import SecureRandom
@@ -181,8 +182,10 @@ class Randomizer:
         if isinstance(self.oracle, NumericMechanism):
             assert not isinstance(value, str)
             return wire_json(self.oracle.perturb(float(value), self._rng))
-        if isinstance(value, str):
-            assert isinstance(self.oracle, SketchOracle)  # open domains take sketches only
+        if isinstance(value, str):  # open domains: a sketch, or PEM's group and sketch
+            if isinstance(self.oracle, PrefixExtendingMethod):
+                return wire_json(self.oracle.perturb(value, self._rng))
+            assert isinstance(self.oracle, SketchOracle)
             return wire_json(self.oracle.perturb_string(value, self._rng))
         index = int(value)
         if self._rappor is not None:
@@ -190,6 +193,7 @@ class Randomizer:
             cohort = np.array([self._rappor.cohort], dtype=np.int64)
             batch = self._rappor.oracle.perturb_cohorts(values, cohort, self._rng)
             return wire_json(self._rappor.oracle.encode(batch)[0])
+        assert isinstance(self.oracle, FrequencyOracle)  # a text's oracles returned above
         return wire_json(self.oracle.perturb(index, self._rng))
 
     def _fresh_memo(self, index: MemoIndex) -> str:

@@ -44,9 +44,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError
+from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.hashing import item_keys
-from ldptel.client.oracles.base import WireReport, check_epsilon, check_int
+from ldptel.client.oracles.base import (
+    Field,
+    ReportBatch,
+    ReportMechanism,
+    WireReport,
+    check_epsilon,
+    check_int,
+    check_reports,
+    report_int,
+)
 from ldptel.client.oracles.cms import CountMeanSketch
 from ldptel.client.oracles.hcms import HadamardCountMeanSketch
 from ldptel.client.oracles.sketch import SketchOracle
@@ -146,8 +155,10 @@ class Discovery:
     n: int
 
 
-class PrefixExtendingMethod:
-    """PEM over a count mean sketch: the client's report and the server's discovery.
+class PrefixExtendingMethod(ReportMechanism):
+    """PEM over a count mean sketch: the client's report, its wire and storage form, the
+    window support (every group's sketch counts, then every group's report count) and the
+    server's discovery.
 
     Privacy (Wang et al. 2019, Sec. 5, with the sketch's theorem, Apple 2017): one report
     (g, r) is epsilon-LDP against whoever sees it (collector, aggregator, network), for any
@@ -187,11 +198,24 @@ class PrefixExtendingMethod:
         start = math.ceil(math.log2(self.top_k)) + self.step_bits
         #: s_g: the prefix length (bits) each group reports.
         self.lengths: tuple[int, ...] = (*range(start, total, self.step_bits), total)
+        self.requested_epsilon = epsilon
+        self.fields = (Field("group", "<u2"), *self.oracle.fields)
+
+    name = "pem"
 
     @property
     def epsilon(self) -> float:
         """The epsilon one report guarantees (the group oracle's)."""
         return self.oracle.epsilon
+
+    def fixed_params(self) -> dict[str, Any]:
+        return {
+            "top_k": self.top_k,
+            "step_bits": self.step_bits,
+            "sketch": self.sketch,
+            "k": self.params["k"],
+            "m": self.params["m"],
+        }
 
     @property
     def groups(self) -> int:
@@ -214,6 +238,55 @@ class PrefixExtendingMethod:
         rng = rng or default_rng()
         group = int(sample_uniform_below(rng, self.groups, 1)[0])
         return {"group": group, **self.oracle.perturb_string(bits[: self.lengths[group]], rng)}
+
+    # -- wire and storage --------------------------------------------------------------------
+    def encode(self, batch: ReportBatch) -> list[WireReport]:
+        sketch = {name: column for name, column in batch.items() if name != "group"}
+        groups = batch["group"].tolist()
+        reports = self.oracle.encode(sketch)
+        return [{"group": g, **r} for g, r in zip(groups, reports, strict=True)]
+
+    def decode(self, reports: object) -> ReportBatch:
+        """Validate untrusted reports {"group": int in [0, G), ...the sketch report}."""
+        items = check_reports(reports)
+        groups = np.empty(len(items), dtype=np.uint16)
+        for i, report in enumerate(items):
+            if not isinstance(report, dict):
+                raise ReportError("report", "must be an object", i)
+            groups[i] = report_int(report, "group", self.groups, i)
+        return {"group": groups, **self.oracle.decode(items)}
+
+    # -- window support ----------------------------------------------------------------------
+    @property
+    def support_size(self) -> int:
+        """G sketches of k m counts, then G report counts."""
+        return self.groups * (self.oracle.support_size + 1)
+
+    @property
+    def support_work(self) -> int:
+        return self.oracle.support_work
+
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """Group g's sketch counts at [g C, (g + 1) C) (C = k m), its reports at G C + g."""
+        groups = np.asarray(batch["group"], dtype=np.int64)
+        cells = self.oracle.support_size
+        support = np.zeros(self.support_size, dtype=np.int64)
+        for group in np.unique(groups).tolist():
+            mine = groups == group
+            sketch = {name: column[mine] for name, column in batch.items() if name != "group"}
+            support[group * cells : (group + 1) * cells] = self.oracle.support(sketch)
+        support[self.groups * cells :] = np.bincount(groups, minlength=self.groups)
+        return support
+
+    def split_support(
+        self, support: NDArray[np.int64]
+    ) -> tuple[list[NDArray[np.int64]], list[int]]:
+        """Each group's sketch counts and report count from a window support."""
+        if support.size != self.support_size:
+            raise ParameterError("support", f"must have {self.support_size} cells")
+        cells = self.oracle.support_size
+        sketches = [support[g * cells : (g + 1) * cells] for g in range(self.groups)]
+        return sketches, [int(c) for c in support[self.groups * cells :]]
 
     # -- server ----------------------------------------------------------------------------
     @functools.cached_property

@@ -4,6 +4,7 @@ on the real sketch oracle of every group (worst cases included)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -14,7 +15,7 @@ from ldptel.analysis.audit import sampled_audit
 from ldptel.analysis.heavy_hitters import exact_report_loss
 from ldptel.client.discovery import PrefixExtendingMethod
 from ldptel.client.discovery.pem import padded_bits, possible_prefix, prefix_value
-from ldptel.client.errors import ParameterError
+from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.samplers import sample_uniform_below
 
 
@@ -112,3 +113,44 @@ def test_the_worst_pair_of_prefixes_reaches_epsilon_in_sampled_reports_too() -> 
     # Violated only if even the 99.9% lower bound exceeds epsilon (false failure <= 1e-3).
     assert result.lower_bound <= pem.epsilon
     assert math.isfinite(result.epsilon)
+
+
+@pytest.mark.parametrize("sketch", ["cms", "hcms"])
+def test_reports_over_the_wire_sum_to_a_window_support_that_discovers_the_frequent_strings(
+    sketch: str,
+) -> None:
+    # Two groups (9 and 16 bits); 1200 users: "ab" x 500, "cd" x 400, 300 one-user strings.
+    pem = PrefixExtendingMethod(
+        epsilon=4.0, max_length=2, top_k=2, step_bits=8, sketch=sketch, k=256, m=64
+    )
+    singles = [chr(0x100 + i) for i in range(300)]  # two UTF-8 bytes each, all distinct
+    values = ["ab"] * 500 + ["cd"] * 400 + singles
+    rng = np.random.default_rng(16)
+    wire = [pem.perturb(value, rng) for value in values]
+    support = np.zeros(pem.support_size, dtype=np.int64)
+    for batch in (wire[:700], wire[700:]):  # batches add, through the stored (packed) form
+        decoded = pem.decode(json.loads(json.dumps(batch)))
+        support += pem.support(pem.unpack(pem.pack(decoded), len(batch)))
+    sketches, sizes = pem.split_support(support)
+    assert sum(sizes) == len(values) and len(sketches) == pem.groups
+    found = pem.discover(sketches, sizes)
+    # Frequent strings found; one-user strings never listed (each is listed with probability
+    # at most expected_false_discoveries / candidates under the stated threshold).
+    assert set(found.values) == {"ab", "cd"}
+    assert found.threshold > 0 and found.expected_false_discoveries <= 0.05
+
+
+@pytest.mark.parametrize(
+    ("report", "field"),
+    [
+        ({"j": 0, "bits": "AAAAAAAAAAA="}, "reports[0].group"),
+        ({"group": 2, "j": 0, "bits": "AAAAAAAAAAA="}, "reports[0].group"),
+        ({"group": True, "j": 0, "bits": "AAAAAAAAAAA="}, "reports[0].group"),
+        ({"group": 1, "j": 64, "bits": "AAAAAAAAAAA="}, "reports[0].j"),
+    ],
+)
+def test_bad_reports_are_refused_naming_the_field(report: dict[str, object], field: str) -> None:
+    pem = PrefixExtendingMethod(epsilon=4.0, max_length=2, top_k=2, sketch="cms", k=64, m=64)
+    with pytest.raises(ReportError) as error:
+        pem.decode([report])
+    assert error.value.field == field
