@@ -772,6 +772,10 @@ def build_window(
                 continue  # never written: the worker quarantines entries it cannot interpret
             n, support = read_state(client, name, shards, state, oracle.support_size)
             if isinstance(oracle, PrefixExtendingMethod):
+                if candidates is not None and candidates.values:
+                    raise ParameterError(
+                        "candidates", f"{name!r} uses pem: it finds its strings without candidates"
+                    )
                 reports.append(
                     discovery_report(config, oracle, state, n, support, options, built_at)
                 )

@@ -12,7 +12,7 @@ import pytest
 from live_collector import stored_reports
 
 from ldptel.aggregator.html import render_html
-from ldptel.aggregator.report import ReportOptions, build_window, list_windows
+from ldptel.aggregator.report import Candidates, ReportOptions, build_window, list_windows
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
@@ -68,6 +68,9 @@ def test_frequent_strings_are_discovered_and_one_user_strings_never_listed(
     for text in (table, page):
         assert "2 of " in text and "release threshold" in text and "costs no privacy" in text
         assert "ab" in text and "cd" in text and singles[0] not in text
+    with pytest.raises(ParameterError, match="without candidates"):  # never silently ignored
+        build_window(redis_client, Registry(redis_client), "answers", window, options,
+                     candidates=Candidates(("ab",), "a file"))  # fmt: skip
 
 
 def test_a_bad_pem_report_is_refused_with_json_naming_the_field(collector: Any, token: str) -> None:
