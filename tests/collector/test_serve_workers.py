@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,14 @@ def worker_pids(arbiter: int) -> set[int]:
         if int(fields[1]) == arbiter and b"redis-server" not in command:
             pids.add(int(stat.parent.name))
     return pids
+
+
+def app_loaded(pid: int) -> bool:
+    """Whether a worker has loaded the app: its prometheus_client files exist (made when the
+    app's metrics module is imported). gunicorn installs a worker's own SIGTERM handler just
+    before it loads the app; a SIGTERM that arrives earlier runs the handler inherited from the
+    arbiter and is lost, and the stop then waits out graceful_timeout (30 s) for that worker."""
+    return any(Path(tempfile.gettempdir()).glob(f"ldptel-metrics-*/counter_{pid}.db"))
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
@@ -59,6 +68,8 @@ def test_a_worker_leaving_leaves_the_collector_and_its_redis_running(tmp_path: P
         os.kill(first, signal.SIGTERM)
         wait_for(lambda: first not in worker_pids(process.pid)
                  and len(worker_pids(process.pid)) == 2)  # fmt: skip
+        replaced = worker_pids(process.pid)
+        wait_for(lambda: all(app_loaded(pid) for pid in replaced))
         for _ in range(10):  # whichever worker answers, Redis and metrics are there
             assert requests.get(f"{url}/readyz", timeout=5).status_code == 200
             assert requests.get(f"{url}/metrics", timeout=5).status_code == 200
@@ -67,4 +78,8 @@ def test_a_worker_leaving_leaves_the_collector_and_its_redis_running(tmp_path: P
     finally:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 0, stderr.decode()[-2000:]
+    log = stderr.decode()
+    assert process.returncode == 0, log[-2000:]
+    # Both workers stopped on their own (a worker killed at graceful_timeout logs no exit).
+    for pid in replaced:
+        assert f"Worker exiting (pid: {pid})" in log, log[-2000:]
