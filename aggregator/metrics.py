@@ -135,8 +135,12 @@ class HealthServer:
         self.metrics = metrics
         self.server = ThreadingHTTPServer((host, port), _handler(metrics))
         self.server.daemon_threads = True
+        # shutdown() waits for serve_forever to next look at its flag: every 0.5 s by default.
         self.thread = threading.Thread(
-            target=self.server.serve_forever, name="ldptel-aggregator-health", daemon=True
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="ldptel-aggregator-health",
+            daemon=True,
         )
 
     @property
