@@ -53,10 +53,13 @@ COSTS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "cms": ((1024, 0), (128, 0)),
     "hcms": ((1, 0), (1, 0)),
 }
-#: The oracles of open-domain campaigns (the only candidates there), and not candidates of a
-#: categorical one (see the module docstring).
-OPEN_DOMAIN_ORACLES = ("cms", "hcms")
-NOT_CANDIDATES = frozenset(OPEN_DOMAIN_ORACLES)
+#: The sketches: the oracles of open-domain campaigns `auto` chooses among, and not
+#: candidates of a categorical one (see the module docstring).
+OPEN_SKETCHES = ("cms", "hcms")
+NOT_CANDIDATES = frozenset(OPEN_SKETCHES)
+#: The oracles an open-domain campaign may name: the sketches, and OLH with its window state
+#: a log of the reports (client/oracles/olh.py, OpenDomainOLH).
+OPEN_DOMAIN_ORACLES = (*OPEN_SKETCHES, "olh")
 #: Oracles missing from COSTS touch every item on both sides.
 DEFAULT_COST = ((0.0, 1.0), (0.0, 1.0))
 
@@ -98,9 +101,9 @@ def choose_oracle(
 
 
 def choose_open_oracle(epsilon: float, max_report_bytes: int | None = None) -> dict[str, Any]:
-    """The choice of `choose_oracle` for an open-domain campaign, among OPEN_DOMAIN_ORACLES
+    """The choice of `choose_oracle` for an open-domain campaign, among OPEN_SKETCHES
     (built at d = 2: their variance and report do not depend on d); "domain_size" is None."""
-    choice = _choose(list(OPEN_DOMAIN_ORACLES), 2, epsilon, max_report_bytes)
+    choice = _choose(list(OPEN_SKETCHES), 2, epsilon, max_report_bytes)
     choice["domain_size"] = None
     return choice
 

@@ -18,6 +18,7 @@ from ldptel.client.campaign import CampaignConfig, check_candidates
 from ldptel.client.errors import InvalidValueError, ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles import make_oracle
+from ldptel.client.oracles.olh import OpenDomainOLH
 from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.client.status import ReportStatus
 
@@ -38,7 +39,7 @@ def test_an_open_domain_config_has_max_length_and_no_domain_in_its_json() -> Non
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
-        ({"oracle": "olh"}, "oracle"),
+        ({"oracle": "oue"}, "oracle"),
         ({"domain": ["a", "b"]}, "domain"),
         ({"other_label": "a"}, "other_label"),
         ({"levels": {"high": 1.0}}, "levels"),
@@ -78,10 +79,19 @@ def test_a_value_is_reported_as_its_nfc_form_within_max_length() -> None:
         check_candidates(["red", "a\x00b"])
 
 
+@pytest.mark.parametrize(
+    ("oracle_name", "fields"), [("cms", {"j", "bits"}), ("olh", {"seed", "y"})]
+)
 def test_the_sdk_reports_free_text_and_never_raises(
-    collector: Any, redis_client: Any, open_reporter: Any, state_dir: Path
+    collector: Any,
+    redis_client: Any,
+    open_reporter: Any,
+    state_dir: Path,
+    oracle_name: str,
+    fields: set[str],
 ) -> None:
-    data = {**OPEN, "max_length": 24, "lifetime_epsilon": 1e6, "reports_per_window": 10}
+    data = {**OPEN, "oracle": oracle_name, "max_length": 24, "lifetime_epsilon": 1e6}
+    data["reports_per_window"] = 10
     collector.api.create_campaign({**data, "memoization": "exact_discloses_changes"})
     config = CampaignConfig.from_dict({**data, "memoization": "exact_discloses_changes"})
     config = config.as_created()
@@ -99,7 +109,7 @@ def test_the_sdk_reports_free_text_and_never_raises(
 
     first, second, third = stored_reports(redis_client, config)
     assert first == second != third  # one text, two spellings: one item key, one memo
-    assert set(first) == {"j", "bits"}
+    assert set(first) == fields
     wire = b"".join(seen.body for seen in collector.faults.posted())
     assert b"zebra" not in wire and b"cr\xc3\xa8me" not in wire
     assert sent_reports(collector.faults.posted())
@@ -127,12 +137,17 @@ def test_the_open_domain_vectors_hold() -> None:
         assert oracle.key_buckets(np.repeat(key, rows.size), rows).tolist() == case["hashes"]
 
 
-@pytest.mark.parametrize("oracle_name", ["cms", "hcms"])
-def test_any_two_free_texts_are_epsilon_apart_by_the_exact_audit(oracle_name: str) -> None:
+@pytest.mark.parametrize(
+    ("oracle_name", "params"),
+    [("cms", {"k": 8, "m": 16}), ("hcms", {"k": 8, "m": 16}), ("olh", {})],
+)
+def test_any_two_free_texts_are_epsilon_apart_by_the_exact_audit(
+    oracle_name: str, params: dict[str, int]
+) -> None:
     # A report depends on a text only through its item key (perturb_keys, the SDK's path),
     # so auditing the oracle with free texts as its labels audits the open-domain law: any
     # two texts, worst pair included; canonically equivalent spellings are one text.
-    config = CampaignConfig.from_dict({**OPEN, "oracle": oracle_name, "params": {"k": 8, "m": 16}})
+    config = CampaignConfig.from_dict({**OPEN, "oracle": oracle_name, "params": params})
     texts = [config.open_value(t) for t in ("blue", "bleu", "crème", "🙂 sky", "x" * 16)]
     oracle = make_oracle(oracle_name, epsilon=config.epsilon, domain_size=len(texts),
                          labels=texts, **config.params)  # fmt: skip
@@ -144,3 +159,19 @@ def test_any_two_free_texts_are_epsilon_apart_by_the_exact_audit(oracle_name: st
     assert oracle.epsilon == pytest.approx(config.epsilon)
     nfd = unicodedata.normalize("NFD", "crème")
     assert item_keys([config.open_value(nfd)]).tolist() == item_keys(["crème"]).tolist()
+
+
+def test_an_open_domain_olh_config_serves_g_and_p_and_reports_a_text_by_its_item_key() -> None:
+    config = CampaignConfig.from_dict({**OPEN, "oracle": "olh"}).as_created()
+    oracle = config.build_oracle()
+
+    assert config.params["g"] == round(np.exp(2.0) + 1) == 8
+    assert isinstance(oracle, OpenDomainOLH) and oracle.g == 8
+    assert oracle.p == config.params["p"]
+    report = oracle.perturb_string("bleu café", np.random.default_rng(3))
+    assert set(report) == {"seed", "y"} and 0 <= report["y"] < 8
+    # The draws of perturb_keys are those of the categorical OLH's perturb_batch for a label
+    # with the same text: one law, reached by the item key.
+    labelled = make_oracle("olh", epsilon=2.0, domain_size=2, labels=["x", "bleu café"])
+    batch = labelled.perturb_batch(np.array([1]), np.random.default_rng(3))
+    assert labelled.encode(batch) == [report]
