@@ -404,6 +404,11 @@ class ReportLog(ABC):
         """A validated batch as log records, in report order; raises ReportError for values
         a record cannot hold (a corrupt stored batch)."""
 
+    @abstractmethod
+    def key_support(self, batch: ReportBatch, keys: NDArray[np.uint64]) -> NDArray[np.int64]:
+        """Per item key (a candidate string's), how many of the batch's reports support it;
+        supports of the log's chunks add."""
+
     def log_batch(self, data: bytes) -> ReportBatch:
         """Log records back as a batch of contiguous columns (inverse of `log_bytes`)."""
         size = self.log_record.itemsize
