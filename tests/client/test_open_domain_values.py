@@ -53,16 +53,44 @@ def test_a_bad_open_domain_config_names_the_field(changes: dict[str, Any], field
     assert error.value.field == field
 
 
-def test_auto_chooses_the_sketch_of_lowest_variance_that_fits_and_says_why() -> None:
-    best = CampaignConfig.from_dict({**OPEN, "oracle": "auto"})
-    small = CampaignConfig.from_dict({**OPEN, "oracle": "auto", "params": {"max_report_bytes": 8}})
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0, 8.0])
+def test_auto_chooses_olh_of_lowest_variance_and_states_its_costs(epsilon: float) -> None:
+    best = CampaignConfig.from_dict({**OPEN, "epsilon": epsilon, "oracle": "auto"})
 
-    assert best.oracle == "cms" and small.oracle == "hcms"
-    assert best.oracle_choice is not None and small.oracle_choice is not None
+    assert best.oracle == "olh" and best.oracle_choice is not None
+    assert isinstance(best.build_oracle(), OpenDomainOLH)
     rows = {row["oracle"]: row for row in best.oracle_choice["candidates"]}
-    assert rows["cms"]["variance"] < rows["hcms"]["variance"]
+    # Per report: OLH's exact q(1 - q)/(p - q)^2 at its integer g, q = 1/g, below CMS's
+    # e^(eps/2)/(e^(eps/2) - 1)^2 (m/(m - 1))^2 + 1/(m - 1) (docs/protocol.md, "cms").
+    g = round(np.exp(epsilon) + 1)
+    p, q, half, m = np.exp(epsilon) / (np.exp(epsilon) + g - 1), 1 / g, np.exp(epsilon / 2), 1024
+    assert rows["olh"]["variance"] == pytest.approx(q * (1 - q) / (p - q) ** 2, rel=1e-12)
+    cms = half / (half - 1) ** 2 * (m / (m - 1)) ** 2 + 1 / (m - 1)
+    assert rows["cms"]["variance"] == pytest.approx(cms, rel=1e-9)
+    assert rows["olh"]["variance"] < rows["cms"]["variance"] < rows["hcms"]["variance"]
+    assert rows["olh"]["report_bytes"] == 8
+    assert "6 bytes each" in best.oracle_choice["reason"]
+
+
+def test_at_a_small_epsilon_the_three_tie_and_auto_chooses_the_cheapest() -> None:
+    # g = round(e^0.1 + 1) = 2: OLH's variance is HCMS's c^2, CMS's within 0.1% of both.
+    tied = CampaignConfig.from_dict({**OPEN, "epsilon": 0.1, "oracle": "auto"})
+
+    assert tied.oracle == "hcms" and tied.oracle_choice is not None
+    assert tied.oracle_choice["reason"].startswith("cheapest")
+    assert "olh" in tied.oracle_choice["reason"]
+
+
+def test_auto_chooses_the_sketch_that_fits_a_size_limit_and_says_why() -> None:
+    bigger = CampaignConfig.from_dict({**OPEN, "oracle": "auto", "params": {"max_report_bytes": 8}})
+    small = CampaignConfig.from_dict({**OPEN, "oracle": "auto", "params": {"max_report_bytes": 7}})
+
+    assert bigger.oracle == "olh" and small.oracle == "hcms"
+    assert small.oracle_choice is not None
+    rows = {row["oracle"]: row for row in small.oracle_choice["candidates"]}
     assert rows["hcms"]["report_bytes"] == 5 and rows["cms"]["report_bytes"] == 130
-    assert "at most 8 bytes" in small.oracle_choice["reason"]
+    assert "at most 7 bytes" in small.oracle_choice["reason"]
+    assert "6 bytes each" not in small.oracle_choice["reason"]
 
 
 def test_a_value_is_reported_as_its_nfc_form_within_max_length() -> None:
