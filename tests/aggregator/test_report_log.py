@@ -5,7 +5,9 @@ release threshold at expected_false_discoveries / candidates."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -237,3 +239,31 @@ def test_frequent_strings_are_found_and_strings_of_one_user_never_listed(
     for item in report["items"]:
         assert item["threshold"] == discovery["threshold"] < item["estimate"]
         assert abs(item["estimate"] - frequent[item["item"]]) < 5 * item["stderr"]
+
+
+def test_the_open_domain_olh_vectors_hold() -> None:
+    path = Path(__file__).parents[1] / "vectors/open_domain_olh.json"
+    vectors = json.loads(path.read_text(encoding="utf-8"))
+    config = CampaignConfig.from_dict(vectors["config"], stored=True)
+    assert config.config_id == vectors["config_id"]
+    oracle = olh(config)
+    assert (oracle.g, oracle.p) == (vectors["g"], vectors["p"])
+    reports = vectors["reports"]
+    batch = oracle.decode([{"seed": r["seed"], "y": r["y"]} for r in reports])
+    values = item_keys(r["value"] for r in reports)
+    assert oracle.key_buckets(values, batch["seed"]).tolist() == [r["x"] for r in reports]
+
+    records = oracle.log_bytes(batch)
+    support = oracle.key_support(oracle.log_batch(records), item_keys(vectors["candidates"]))
+    options = ReportOptions(false_flags=0.05)
+    stats, threshold = log_statistics(oracle, support, len(reports), options)
+
+    assert records.hex() == "".join(r["record"] for r in reports)
+    assert support.tolist() == vectors["support"]
+    assert stats["estimate"].tolist() == pytest.approx(vectors["estimate"], rel=1e-12)
+    assert float(oracle.variance(len(reports), None)[0]) == pytest.approx(
+        vectors["null_variance"], rel=1e-12
+    )
+    assert threshold == pytest.approx(vectors["threshold"], rel=1e-12)
+    listed = [c for c, s in zip(vectors["candidates"], stats["significant"], strict=True) if s]
+    assert listed == vectors["listed"]
