@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles.base import (
     Field,
@@ -53,8 +53,7 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_epsilon,
     check_int,
-    check_reports,
-    report_int,
+    decode_int_field,
 )
 from ldptel.client.oracles.cms import CountMeanSketch
 from ldptel.client.oracles.hcms import HadamardCountMeanSketch
@@ -248,13 +247,8 @@ class PrefixExtendingMethod(ReportMechanism):
 
     def decode(self, reports: object) -> ReportBatch:
         """Validate untrusted reports {"group": int in [0, G), ...the sketch report}."""
-        items = check_reports(reports)
-        groups = np.empty(len(items), dtype=np.uint16)
-        for i, report in enumerate(items):
-            if not isinstance(report, dict):
-                raise ReportError("report", "must be an object", i)
-            groups[i] = report_int(report, "group", self.groups, i)
-        return {"group": groups, **self.oracle.decode(items)}
+        groups = decode_int_field(reports, "group", self.groups, np.uint16)
+        return {"group": groups, **self.oracle.decode(reports)}
 
     # -- window support ----------------------------------------------------------------------
     @property
