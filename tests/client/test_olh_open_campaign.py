@@ -14,6 +14,7 @@ from live_collector import stored_reports
 
 from ldptel.aggregator.csv_export import render_csv
 from ldptel.aggregator.html import render_html
+from ldptel.aggregator.model import from_json, to_json
 from ldptel.aggregator.report import Candidates, ReportOptions, build_window, list_windows
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
@@ -73,6 +74,7 @@ def test_frequent_strings_are_found_and_one_user_strings_never_listed(
         assert "2 of 303 candidates (a file) discovered" in text
         assert "release threshold" in text and "costs no privacy" in text
         assert "tea" in text and "coffee" in text and singles[0] not in text
+    assert from_json(to_json(document)) == document  # the JSON the CLI and the API serve
     rows = list(csv.DictReader(io.StringIO(render_csv(document))))
     assert [row["item"] for row in rows] == ["tea", "coffee"]
 
