@@ -15,7 +15,7 @@ from live_collector import sent_reports, stored_reports
 
 from ldptel.analysis.audit import audit
 from ldptel.client.campaign import CampaignConfig, check_candidates
-from ldptel.client.errors import InvalidValueError, ParameterError
+from ldptel.client.errors import InvalidValueError, ParameterError, ReportError
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.olh import OpenDomainOLH
@@ -203,3 +203,24 @@ def test_an_open_domain_olh_config_serves_g_and_p_and_reports_a_text_by_its_item
     labelled = make_oracle("olh", epsilon=2.0, domain_size=2, labels=["x", "bleu café"])
     batch = labelled.perturb_batch(np.array([1]), np.random.default_rng(3))
     assert labelled.encode(batch) == [report]
+
+
+@pytest.mark.parametrize(("epsilon", "g", "record"), [(4.0, 56, 6), (12.0, 162_756, 8)])
+def test_an_olh_log_record_holds_a_report_in_6_bytes_or_8_past_g_2_16(
+    epsilon: float, g: int, record: int
+) -> None:
+    config = CampaignConfig.from_dict({**OPEN, "oracle": "olh", "epsilon": epsilon}).as_created()
+    oracle = config.build_oracle()
+    assert isinstance(oracle, OpenDomainOLH) and oracle.g == g
+    batch = oracle.perturb_keys(item_keys(["a", "b", "c"] * 100), np.random.default_rng(5))
+
+    data = oracle.log_bytes(batch)
+
+    assert oracle.log_record.itemsize == record and len(data) == 300 * record
+    back = oracle.log_batch(data)
+    assert back["seed"].tolist() == batch["seed"].tolist()
+    assert back["y"].tolist() == batch["y"].tolist()
+    with pytest.raises(ReportError):  # y = g cannot be a report: a corrupt stored batch
+        oracle.log_bytes({"seed": batch["seed"][:1], "y": np.array([g], dtype=np.uint32)})
+    with pytest.raises(ReportError):  # not whole records
+        oracle.log_batch(data[:-1])
