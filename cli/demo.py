@@ -293,17 +293,17 @@ def post_reports(
 ) -> int:
     """Simulated users randomize their values and post them in batches from a few threads
     (vectorized: one oracle call per batch; a real app would use the Reporter). Open-domain
-    answers are randomized by their item keys (SketchOracle.perturb_keys)."""
+    answers are randomized by their item keys (KeyedOracle.perturb_keys)."""
     from ldptel.client.campaign import CampaignConfig
     from ldptel.client.hashing import item_keys
-    from ldptel.client.oracles.sketch import SketchOracle
+    from ldptel.client.oracles.base import KeyedOracle
     from ldptel.client.transport import Transport
 
     campaign = CampaignConfig.from_dict({k: v for k, v in config.items() if k != "config_id"})
     oracle = campaign.build_oracle()
     perturb: Callable[[Any, np.random.Generator], Any]
     if campaign.open_domain:
-        assert isinstance(oracle, SketchOracle)
+        assert isinstance(oracle, KeyedOracle)
         values: NDArray[Any] = item_keys(campaign.open_value(a) for a in answers)
         perturb = oracle.perturb_keys
     else:
