@@ -234,10 +234,17 @@ class PrefixExtendingMethod(ReportMechanism):
     # -- client ----------------------------------------------------------------------------
     def perturb(self, value: str, rng: Rng | None = None) -> WireReport:
         """One user's report {"group": g, ...the sketch report}; OS CSPRNG by default."""
-        bits = padded_bits(value, self.max_length)
-        rng = rng or default_rng()
-        group = int(sample_uniform_below(rng, self.groups, 1)[0])
-        return {"group": group, **self.oracle.perturb_string(bits[: self.lengths[group]], rng)}
+        return self.encode(self.perturb_values([value], rng or default_rng()))[0]
+
+    def perturb_values(self, values: Sequence[str], rng: Rng) -> ReportBatch:
+        """Many users' reports at once (simulations, load generators): each user's group,
+        drawn independently of the value, then the group oracle's report of the value's
+        prefix of s_g bits; for one value, the draws of `perturb` in the same order."""
+        bits = [padded_bits(value, self.max_length) for value in values]
+        groups = sample_uniform_below(rng, self.groups, len(bits))
+        lengths = np.asarray(self.lengths)[groups].tolist()
+        prefixes = item_keys(b[:s] for b, s in zip(bits, lengths, strict=True))
+        return {"group": groups.astype(np.uint16), **self.oracle.perturb_keys(prefixes, rng)}
 
     # -- wire and storage --------------------------------------------------------------------
     def encode(self, batch: ReportBatch) -> list[WireReport]:
