@@ -37,6 +37,7 @@ from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
+from ldptel.client.discovery.threshold import largest_count_bound, release_threshold
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.ledger import guarantee
@@ -165,9 +166,9 @@ def estimate_statistics(
     variance = variance_of(n, frequencies)
     stderr = np.sqrt(variance)
     z_ci = NormalDist().inv_cdf(0.5 + options.confidence / 2)
-    # Significance tests f_v = 0, so it uses the variance under that null hypothesis.
-    null_stderr = np.sqrt(variance_of(n, None))
     if null_threshold is None:
+        # Significance tests f_v = 0, so it uses the variance under that null hypothesis.
+        null_stderr = np.sqrt(variance_of(n, None))
         threshold = significance_z(estimate.size, options.false_flags) * null_stderr
     else:
         threshold = np.full(estimate.size, null_threshold)
@@ -496,9 +497,10 @@ class Candidates:
 
 
 DISCOVERY_RULE = (
-    "a candidate is listed (discovered) only if estimate > threshold = z * stderr under "
-    "f = 0, the stderr with the hash-family collision term of the candidates' estimated "
-    "counts (one-sided, Bonferroni over the candidates)"
+    "a candidate is listed (discovered) only if estimate > threshold, the threshold a "
+    "candidate nobody holds exceeds with probability <= expected_false_discoveries / "
+    "candidates over the reports and the hash family, whatever the other strings' counts "
+    "below the largest candidate's (its collision offset's worst case, expected shortfall)"
 )
 POST_PROCESSING = (
     "Release thresholding is post-processing of the randomized reports: choosing which "
@@ -518,22 +520,23 @@ def open_domain_statistics(
     options: ReportOptions,
 ) -> tuple[ItemColumns, float]:
     """item_statistics of candidate strings estimated from a sketch (estimate_keys), and the
-    threshold of a candidate nobody holds. The variance adds the fixed hash family's term
+    release threshold of a candidate nobody holds (client/discovery/threshold.py: it holds if
+    the most-held string is a candidate). The variance adds the fixed hash family's term
     (SketchOracle.family_variance) with the candidates' estimated counts, clipped at 0:
     values outside the candidates are not in it, so it holds when the heavy values are
     candidates; the clipped noise of the others only makes it larger (conservative)."""
     estimate = oracle.estimate_keys(support, n, item_keys(candidates))
     counts = np.clip(np.rint(estimate), 0, n).astype(np.int64)
-    # The last entry: a candidate nobody holds (count 0), whose threshold the report states.
-    family = oracle.family_variance(np.append(counts, 0))
+    family = oracle.family_variance(counts)
 
     def variance_of(n: int, frequencies: NDArray[np.float64] | None) -> NDArray[np.float64]:
-        f = np.zeros(estimate.size + 1) if frequencies is None else np.append(frequencies, 0)
+        f = np.zeros(estimate.size) if frequencies is None else frequencies
         return oracle.variance(n, f) + family
 
     z = significance_z(estimate.size, options.false_flags)
-    nobody = z * math.sqrt(variance_of(n, None)[-1])
-    stats = estimate_statistics(estimate, lambda n, f: variance_of(n, f)[:-1], n, options)
+    largest = largest_count_bound(oracle, n, float(estimate.max()), z)
+    nobody = release_threshold(oracle, n, largest, options.false_flags / estimate.size)
+    stats = estimate_statistics(estimate, variance_of, n, options, null_threshold=nobody)
     stats["consistent"] = consistent(OPEN_CONSISTENCY, estimate, n, stats["threshold"])
     return stats, nobody
 

@@ -20,15 +20,13 @@ bit string; the last group's candidates are whole padded values. Prefixes no val
 (a NUL byte followed by a non-zero bit; bytes that are not a UTF-8 prefix) are skipped: this
 uses only public facts about the encoding and the estimates, so it is post-processing.
 
-Release: the last group's candidates whose estimate clears T = z sigma_0 are listed,
-sigma_0^2 the exact variance of a candidate's estimate when no user of the group holds it
-(the sketch's variance at f = 0 plus its fixed hash family's term), and z such that
-C (1 - Phi(z)) = the expected number of false discoveries asked for, C the candidates
-tested: given the candidates (chosen from the other groups, whose users are disjoint), each
-candidate that no user holds clears T with probability 1 - Phi(z) under the normal
-approximation of the sketch estimate (a sum of n_g independent bounded terms) over the
-reports' randomness and a random hash family. Listing is post-processing of LDP output: it
-costs no privacy.
+Release: the last group's candidates whose estimate clears T are listed, T the threshold a
+candidate no user of the group holds exceeds with probability at most alpha / C
+(client/discovery/threshold.py: over the reports' randomness and a random hash family, for
+any counts of the strings held up to the largest candidate's), alpha the expected number of
+false discoveries asked for and C the candidates tested. Given the candidates (chosen from
+the other groups, whose users are disjoint), the expected number of listed strings nobody
+holds is at most alpha. Listing is post-processing of LDP output: it costs no privacy.
 """
 
 from __future__ import annotations
@@ -44,7 +42,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.discovery.threshold import largest_count_bound, release_threshold
+from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles.base import (
     Field,
@@ -53,8 +52,7 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_epsilon,
     check_int,
-    check_reports,
-    report_int,
+    decode_int_field,
 )
 from ldptel.client.oracles.cms import CountMeanSketch
 from ldptel.client.oracles.hcms import HadamardCountMeanSketch
@@ -255,13 +253,8 @@ class PrefixExtendingMethod(ReportMechanism):
 
     def decode(self, reports: object) -> ReportBatch:
         """Validate untrusted reports {"group": int in [0, G), ...the sketch report}."""
-        items = check_reports(reports)
-        groups = np.empty(len(items), dtype=np.uint16)
-        for i, report in enumerate(items):
-            if not isinstance(report, dict):
-                raise ReportError("report", "must be an object", i)
-            groups[i] = report_int(report, "group", self.groups, i)
-        return {"group": groups, **self.oracle.decode(items)}
+        groups = decode_int_field(reports, "group", self.groups, np.uint16)
+        return {"group": groups, **self.oracle.decode(reports)}
 
     # -- window support ----------------------------------------------------------------------
     @property
@@ -340,16 +333,19 @@ class PrefixExtendingMethod(ReportMechanism):
     ) -> Discovery:
         """The last group's candidates (size reports of n) that clear the threshold, as
         estimated counts among all n users."""
-        noise = float(self.oracle.variance(size, np.zeros(1))[0])
-        # The fixed hash family offsets an estimate by its collisions with the strings held:
-        # over families mean 0 and SketchOracle.family_variance, which needs the counts of
-        # all strings held; the candidates' estimates stand in for them (plug-in: the
+        # The family term of the stated stderr: SketchOracle.family_variance needs the counts
+        # of all strings held; the candidates' estimates stand in for them (plug-in: the
         # heaviest strings are candidates, and Zipf-like tails add little to sum n_w^2).
         held = np.rint(np.clip(estimate, 0.0, None)).astype(np.int64)
         family = float(np.max(self.oracle.family_variance(held))) if held.size else 0.0
-        # z with C (1 - Phi(z)) = false_discoveries; at most half of the candidates.
+        # P(listed | nobody holds it) <= tail = false_discoveries / C (at most 1/2), whatever
+        # the held strings' counts below the largest (client/discovery/threshold.py).
         tail = min(0.5, false_discoveries / max(1, len(candidates)))
-        cut = NormalDist().inv_cdf(1.0 - tail) * math.sqrt(noise + family)
+        top = float(estimate.max()) if estimate.size else 0.0
+        z = NormalDist().inv_cdf(1.0 - tail)
+        cut = release_threshold(
+            self.oracle, size, largest_count_bound(self.oracle, size, top, z), tail
+        )
         chosen = [
             (text, float(e))
             for label, e in zip(candidates, estimate.tolist(), strict=True)

@@ -139,10 +139,16 @@ def report_int(report: dict[str, Any], name: str, limit: int, index: int) -> int
     return value
 
 
-def decode_int_field(reports: object, name: str, limit: int) -> NDArray[np.uint32]:
-    """Validate untrusted reports {name: int in [0, limit)}; returns the uint32 column."""
+def decode_int_field(
+    reports: object,
+    name: str,
+    limit: int,
+    dtype: type[np.unsignedinteger[Any]] = np.uint32,
+) -> NDArray[np.unsignedinteger[Any]]:
+    """Validate untrusted reports {name: int in [0, limit)}; returns the column as `dtype`
+    (which must hold every integer below `limit`)."""
     items = check_reports(reports)
-    column = np.empty(len(items), dtype=np.uint32)
+    column = np.empty(len(items), dtype=dtype)
     for i, report in enumerate(items):
         if not isinstance(report, dict):
             raise ReportError("report", "must be an object", i)

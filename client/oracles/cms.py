@@ -23,14 +23,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ReportError
 from ldptel.client.oracles.base import (
     Field,
     ReportBatch,
     WireReport,
     check_probabilities,
     check_reports,
-    report_int,
+    decode_int_field,
 )
 from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
 from ldptel.client.oracles.sue import SymmetricUnaryEncoding
@@ -110,11 +109,7 @@ class CountMeanSketch(SketchOracle):
 
     def decode(self, reports: object) -> ReportBatch:
         items = check_reports(reports)
-        rows = np.empty(len(items), dtype=np.uint16)
-        for i, report in enumerate(items):
-            if not isinstance(report, dict):
-                raise ReportError("report", "must be an object", i)
-            rows[i] = report_int(report, "j", self.k, i)
+        rows = decode_int_field(items, "j", self.k, np.uint16)
         return {"j": rows, "bits": decode_bit_vectors(items, self.m, "bits")}
 
     # -- aggregator ------------------------------------------------------------------------
