@@ -32,6 +32,15 @@ generator (`PrefixExtendingMethod.perturb_values`, `SketchOracle.perturb_keys`),
 
 Ratios pem / cms are printed beside each figure. Nothing is asserted: the figures are
 measured on whatever machine runs this. Writes results/pem_campaign.json.
+
+`--repeats R` then measures what one run cannot (the choice of the default k): PEM's
+discovery at each epsilon and each of --rows on R fresh data sets (a new vocabulary and
+users each, seeded; the same data for every k and epsilon of a repeat, so the comparison is
+paired), every user through the real client code (`analysis.heavy_hitters.group_supports`)
+and the real discovery, no Redis: mean threshold, recall and precision, and the strings
+listed that nobody holds, summed over the repeats, and how many of the 20 most frequent
+strings are listed (a recall whose set does not move with T), beside the state's size (8
+bytes a cell).
 """
 
 from __future__ import annotations
@@ -56,8 +65,10 @@ from ldptel.aggregator.report import Candidates, build_window
 from ldptel.aggregator.shard import Parsed, group_support
 from ldptel.aggregator.state import StateKey
 from ldptel.aggregator.worker import Worker
+from ldptel.analysis.heavy_hitters import HeavyHitterSimulation, group_supports
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.discovery import PrefixExtendingMethod
+from ldptel.client.discovery.pem import DEFAULT_ROWS
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles.base import ReportMechanism
 from ldptel.client.oracles.sketch import SketchOracle
@@ -73,6 +84,9 @@ LEASE_S = 30.0
 #: Redis's largest string (proto-max-bulk-len): a packed state must fit in one.
 REDIS_STRING_MIB = 512
 PEM_WIDTH = 256
+#: --repeats: recall over a set that does not depend on the threshold (which k moves): how
+#: many of the TOP_STRINGS most frequent strings are listed.
+TOP_STRINGS = 20
 
 
 @dataclass(frozen=True)
@@ -273,6 +287,89 @@ def print_row(row: dict[str, Any], reference: dict[str, Any]) -> None:
     )
 
 
+def campaign_rows(
+    epsilons: list[float],
+    rows: list[int | None],
+    words: list[str],
+    values: list[str],
+    builds: int,
+) -> list[dict[str, Any]]:
+    """Every campaign end to end at each epsilon, printed as markdown rows."""
+    truth = dict(Counter(values))
+    print(
+        "| ε | campaign | k x m | groups | support reports/s | pass reports/s "
+        "| pass CPU s worker / redis | longest step s (of the lease) | state MiB (of 512) "
+        "| report CPU s | report wall s | candidates | threshold T | heavy | listed "
+        "| recall | precision | listed, nobody holds |"
+    )
+    print("|---" * 18 + "|")
+    measured = []
+    with RedisServer(appendonly=False) as server:
+        for epsilon in epsilons:
+            reference: dict[str, Any] | None = None
+            for campaign in campaigns(epsilon, rows, words):
+                row = measure(server.url, campaign, values, truth, builds)
+                reference = reference or row
+                print_row(row, reference)
+                measured.append(row)
+    return measured
+
+
+def repeated(
+    n: int, size: int, epsilons: list[float], rows: list[int], repeats: int
+) -> list[dict[str, Any]]:
+    """PEM's discovery on `repeats` fresh data sets at every (epsilon, k): see the module doc."""
+    runs: dict[tuple[float, int], list[dict[str, Any]]] = {}
+    for repeat in range(repeats):
+        rng = np.random.default_rng([SEED, repeat])
+        values = users(vocabulary(size, rng), n, rng)
+        truth = dict(Counter(values))
+        top = {value for value, _ in Counter(values).most_common(TOP_STRINGS)}
+        for epsilon in epsilons:
+            for k in rows:
+                pem = PrefixExtendingMethod(
+                    epsilon=epsilon, max_length=MAX_LENGTH, top_k=TOP_K, k=k, m=PEM_WIDTH
+                )
+                draws = np.random.default_rng([SEED, repeat, int(epsilon * 1000), k])
+                supports, sizes = group_supports(pem, values, draws)
+                started = time.process_time()
+                result = HeavyHitterSimulation(pem.discover(supports, sizes), truth)
+                runs.setdefault((epsilon, k), []).append(
+                    {
+                        "discovery_cpu_s": time.process_time() - started,
+                        "threshold": result.discovery.threshold,
+                        "heavy": len(result.heavy),
+                        "listed": len(result.discovery.values),
+                        "recall": result.recall,
+                        "precision": result.precision,
+                        "nobody": sum(1 for v in result.discovery.values if v not in truth),
+                        "top_found": len(top.intersection(result.discovery.values)),
+                        "state_mib": 8 * pem.support_size / 2**20,
+                    }
+                )
+    return [summary(epsilon, k, found) for (epsilon, k), found in runs.items()]
+
+
+def summary(epsilon: float, k: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    def mean(key: str) -> float:
+        return statistics.fmean(r[key] for r in runs if r[key] is not None)
+
+    row = {"epsilon": epsilon, "k": k, "repeats": len(runs), "runs": runs}
+    row.update({key: mean(key) for key in ("threshold", "heavy", "listed", "recall", "top_found")})
+    row.update({key: mean(key) for key in ("precision", "discovery_cpu_s", "state_mib")})
+    row["recall_range"] = [min(r["recall"] for r in runs), max(r["recall"] for r in runs)]
+    row["nobody"] = sum(r["nobody"] for r in runs)
+    print(
+        f"| {epsilon:g} | {k} x {PEM_WIDTH} | {row['state_mib']:.2f} | {row['threshold']:,.0f} "
+        f"| {row['heavy']:.1f} | {row['listed']:.1f} | {row['recall']:.2f} "
+        f"({row['recall_range'][0]:.2f}-{row['recall_range'][1]:.2f}) "
+        f"| {row['precision']:.2f} | {row['top_found']:.1f} | {row['nobody']} "
+        f"| {row['discovery_cpu_s']:.2f} |",
+        flush=True,
+    )
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -283,27 +380,29 @@ def main() -> None:
         help="PEM sketch rows k to measure (default: the campaign default)",
     )  # fmt: skip
     parser.add_argument("--builds", type=int, default=3, help="report builds (median)")
+    parser.add_argument(
+        "--repeats", type=int, default=0,
+        help="then PEM's discovery alone on this many fresh data sets per (epsilon, k)",
+    )  # fmt: skip
+    parser.add_argument("--no-campaigns", action="store_true", help="only the --repeats part")
     parser.add_argument("--out", default=str(HERE / "results" / "pem_campaign.json"))
     args = parser.parse_args()
     words = vocabulary(args.vocabulary, np.random.default_rng(SEED))
     values = users(words, args.n, np.random.default_rng(SEED + args.n))
-    truth = dict(Counter(values))
     rows: list[dict[str, Any]] = []
-    print(
-        "| ε | campaign | k x m | groups | support reports/s | pass reports/s "
-        "| pass CPU s worker / redis | longest step s (of the lease) | state MiB (of 512) "
-        "| report CPU s | report wall s | candidates | threshold T | heavy | listed "
-        "| recall | precision | listed, nobody holds |"
-    )
-    print("|---" * 18 + "|")
-    with RedisServer(appendonly=False) as server:
-        for epsilon in args.epsilons:
-            reference: dict[str, Any] | None = None
-            for campaign in campaigns(epsilon, args.rows or [None], words):
-                row = measure(server.url, campaign, values, truth, args.builds)
-                reference = reference or row
-                print_row(row, reference)
-                rows.append(row)
+    if not args.no_campaigns:
+        rows = campaign_rows(args.epsilons, args.rows or [None], words, values, args.builds)
+    repeats: list[dict[str, Any]] = []
+    if args.repeats:
+        print(
+            "\n| ε | k x m | state MiB | mean T | mean heavy | mean listed | recall (range) "
+            f"| precision | of the true top {TOP_STRINGS} listed | listed, nobody holds (sum) "
+            "| discovery CPU s |"
+        )
+        print("|---" * 11 + "|")
+        repeats = repeated(
+            args.n, args.vocabulary, args.epsilons, args.rows or [DEFAULT_ROWS], args.repeats
+        )
     result = {
         "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "load_average": os.getloadavg()[0],
@@ -311,8 +410,9 @@ def main() -> None:
         "zipf_exponent": ZIPF_EXPONENT,
         "max_length": MAX_LENGTH,
         "top_k": TOP_K,
-        "true_top": sorted(truth.values(), reverse=True)[:30],
+        "true_top": sorted(Counter(values).values(), reverse=True)[:30],
         "rows": rows,
+        "repeats": repeats,
     }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 

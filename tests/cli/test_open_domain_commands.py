@@ -103,9 +103,9 @@ def test_favorite_color_with_pem_discovers_the_common_answers_with_no_dictionary
     tmp_path: Path,
 ) -> None:
     # n = 100,000 users at epsilon 4: PEM's 8 groups of 12,500 users put the release
-    # threshold near 1,300 users, and the rarest common colour (orange, about 3.6% of the
-    # users) more than 5 stderr above it; a one-user answer is listed with probability
-    # at most the stated expected false discoveries (0.05), and this run is seeded.
+    # threshold near 1,450 users, and the rarest common colour (orange, 3,590 users) about
+    # 5 stderr (about 420) above it; a one-user answer is listed with probability at most
+    # the stated expected false discoveries (0.05). The run is seeded.
     page = tmp_path / "discovered.html"
     done = subprocess.run(
         [sys.executable, "-m", "ldptel.cli", "demo", "--scenario", "favorite-color",
