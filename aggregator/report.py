@@ -34,7 +34,7 @@ from ldptel.aggregator.model import (
 )
 from ldptel.aggregator.numeric import numeric_estimates
 from ldptel.aggregator.privacy import shuffle_amplification
-from ldptel.aggregator.state import StateKey, list_states, read_state
+from ldptel.aggregator.state import LogView, StateKey, list_states, read_log, read_state
 from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.discovery.threshold import largest_count_bound, release_threshold
@@ -44,6 +44,8 @@ from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles import FrequencyOracle, PureOracle
+from ldptel.client.oracles.base import ReportLog
+from ldptel.client.oracles.olh import OpenDomainOLH
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.oracles.rappor_decode import alone_variance
 from ldptel.client.oracles.sketch import SketchOracle
@@ -127,10 +129,16 @@ def exact_null_threshold(oracle: FrequencyOracle, n: int, options: ReportOptions
     0.05). None for other oracles (normal approximation)."""
     if not isinstance(oracle, PureOracle):
         return None
+    return binomial_null_threshold(oracle, n, options.false_flags / oracle.domain_size)
+
+
+def binomial_null_threshold(oracle: PureOracle, n: int, tail: float) -> float:
+    """(k - n q*) / (p* - q*) with k the smallest count with P(Binomial(n, q*) > k) <= tail:
+    the estimate an item nobody holds exceeds with probability at most `tail`."""
     from scipy.stats import binom
 
     p, q = oracle.p_star, oracle.q_star
-    k = float(binom.isf(options.false_flags / oracle.domain_size, n, q))
+    k = float(binom.isf(tail, n, q))
     return (k - n * q) / (p - q)
 
 
@@ -510,6 +518,20 @@ POST_PROCESSING = (
 )
 #: Norm-Sub's "sums to n" does not hold for a candidate list: only non-negative (Base-Pos).
 OPEN_CONSISTENCY = "clip"
+#: The rule and method of an open-domain OLH report (its state a report log).
+LOG_DISCOVERY_RULE = (
+    "a candidate is listed (discovered) only if estimate > threshold, i.e. its support count "
+    "exceeds the (1 - expected_false_discoveries / candidates) quantile of Binomial(n, 1/g) "
+    "(Bonferroni over the candidates)"
+)
+LOG_EXACT_BINOMIAL = (
+    "exact: each report hashes with its own random seed (no fixed hash family), so the "
+    "support count of a candidate nobody holds is Binomial(n, 1/g) whatever the other "
+    "strings' counts; z = threshold / stderr under f = 0"
+)
+#: Reports read from a report log per chunk (6 MiB of OLH records); the hashing of a chunk
+#: against the candidates keeps its own temporaries small (LocalHashing.key_support).
+LOG_CHUNK_RECORDS = 1 << 20
 
 
 def open_domain_statistics(
@@ -541,18 +563,49 @@ def open_domain_statistics(
     return stats, nobody
 
 
+def log_candidate_support(
+    oracle: ReportLog, log: LogView, candidates: Sequence[str]
+) -> NDArray[np.int64]:
+    """Per candidate, how many logged reports support it: n x C hash evaluations, the log
+    read LOG_CHUNK_RECORDS reports at a time (memory bounded whatever n)."""
+    keys = item_keys(candidates)
+    support = np.zeros(len(keys), dtype=np.int64)
+    for chunk in log.chunks(LOG_CHUNK_RECORDS):
+        support += oracle.key_support(oracle.log_batch(chunk), keys)
+    return support
+
+
+def log_statistics(
+    oracle: PureOracle, support: NDArray[np.int64], n: int, options: ReportOptions
+) -> tuple[ItemColumns, float]:
+    """item_statistics of candidates from their support counts over a report log (Wang et
+    al.'s estimate and exact variance, p* = p, q* = 1/g), and the release threshold: the
+    exact Binomial(n, q*) quantile at expected_false_discoveries / candidates."""
+    threshold = binomial_null_threshold(oracle, n, options.false_flags / support.size)
+    estimate = oracle.estimate(support, n)
+    stats = estimate_statistics(estimate, oracle.variance, n, options, null_threshold=threshold)
+    stats["consistent"] = consistent(OPEN_CONSISTENCY, estimate, n, stats["threshold"])
+    return stats, threshold
+
+
+#: An open-domain state's candidate statistics: (columns, release threshold) of candidates.
+CandidateStatistics = Callable[[Sequence[str]], tuple[ItemColumns, float]]
+
+
 def open_domain_report(
     config: CampaignConfig,
-    oracle: SketchOracle,
+    oracle: SketchOracle | OpenDomainOLH,
     state: StateKey,
     n: int,
-    support: NDArray[np.int64],
+    statistics: CandidateStatistics,
     options: ReportOptions,
     candidates: Candidates,
     built_at: float | None = None,
 ) -> Report:
     """The report of an open-domain state: the candidates whose estimate clears the release
-    threshold (and only those), with the threshold and the expected false discoveries."""
+    threshold (and only those), with the threshold and the expected false discoveries;
+    `statistics` estimates candidates from the state (a sketch's support vector,
+    `open_domain_statistics`, or a report log, `log_statistics`)."""
     count = len(candidates.values)
     report, discovery = _open_head(config, oracle, state, n, options, built_at)
     report["significance"]["z"] = significance_z(max(count, 1), options.false_flags)
@@ -565,9 +618,12 @@ def open_domain_report(
             "(ldptel report --candidates FILE)"
         )
         return report
-    stats, discovery["threshold"] = open_domain_statistics(
-        oracle, support, n, candidates.values, options
-    )
+    stats, discovery["threshold"] = statistics(candidates.values)
+    if isinstance(oracle, OpenDomainOLH):  # the exact threshold, as a z of the null stderr
+        null_stderr = math.sqrt(float(oracle.variance(n, None)[0]))
+        report["significance"]["z"] = discovery["threshold"] / null_stderr
+        report["significance"]["rule"] = LOG_DISCOVERY_RULE
+        report["significance"]["method"] = LOG_EXACT_BINOMIAL
     items = _items(candidates.values, stats)
     report["items"] = [item for item in items if item["significant"]]
     discovery["discovered"] = len(report["items"])
@@ -576,7 +632,7 @@ def open_domain_report(
 
 def _open_head(
     config: CampaignConfig,
-    oracle: SketchOracle | PrefixExtendingMethod,
+    oracle: SketchOracle | OpenDomainOLH | PrefixExtendingMethod,
     state: StateKey,
     n: int,
     options: ReportOptions,
@@ -773,6 +829,14 @@ def build_window(
             oracle = registry.oracle(state.config_id, state.level)
             if config is None or oracle is None:
                 continue  # never written: the worker quarantines entries it cannot interpret
+            if config.open_domain and not config.discovers:
+                reports.append(
+                    _candidates_report(
+                        client, config, oracle, state, shards, options,
+                        candidates or Candidates(), built_at,
+                    )
+                )  # fmt: skip
+                continue
             n, support = read_state(client, name, shards, state, oracle.support_size)
             if isinstance(oracle, PrefixExtendingMethod):
                 if candidates is not None and candidates.values:
@@ -783,15 +847,6 @@ def build_window(
                     discovery_report(config, oracle, state, n, support, options, built_at)
                 )
                 continue
-            if config.open_domain:
-                assert isinstance(oracle, SketchOracle)  # CampaignConfig allows no other
-                reports.append(
-                    open_domain_report(
-                        config, oracle, state, n, support, options,
-                        candidates or Candidates(), built_at,
-                    )
-                )  # fmt: skip
-                continue
             reports.append(build_report(config, oracle, state, n, support, options, built_at))
     seconds = reports[0]["window"]["seconds"] if reports else 0
     return {
@@ -800,6 +855,39 @@ def build_window(
         "built_at": iso(built_at),
         "reports": reports,
     }
+
+
+def _candidates_report(
+    client: RedisClient,
+    config: CampaignConfig,
+    oracle: Mechanism,
+    state: StateKey,
+    shards: range,
+    options: ReportOptions,
+    candidates: Candidates,
+    built_at: float,
+) -> Report:
+    """The report of an open-domain state estimated for candidates, from whichever form its
+    oracle keeps (CampaignConfig allows a sketch or open-domain OLH only)."""
+    if isinstance(oracle, ReportLog):
+        assert isinstance(oracle, OpenDomainOLH)
+        olh = oracle
+        log = read_log(client, config.name, shards, state, olh.log_record.itemsize)
+        return open_domain_report(
+            config, olh, state, log.n,
+            lambda values: log_statistics(
+                olh, log_candidate_support(olh, log, values), log.n, options
+            ),
+            options, candidates, built_at,
+        )  # fmt: skip
+    assert isinstance(oracle, SketchOracle)
+    sketch = oracle
+    n, support = read_state(client, config.name, shards, state, sketch.support_size)
+    return open_domain_report(
+        config, sketch, state, n,
+        lambda values: open_domain_statistics(sketch, support, n, values, options),
+        options, candidates, built_at,
+    )  # fmt: skip
 
 
 def list_windows(client: RedisClient, registry: Registry, name: str) -> list[int]:

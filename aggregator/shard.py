@@ -20,10 +20,10 @@ from numpy.typing import NDArray
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
-from ldptel.aggregator.state import StateKey, add_delta, read_packed, rewrites
+from ldptel.aggregator.state import StateKey, add_delta, append_log, read_packed, rewrites
 from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import ReportBatch
-from ldptel.client.oracles.base import ReportMechanism
+from ldptel.client.oracles.base import ReportLog, ReportMechanism
 from ldptel.store import codec, keys
 from ldptel.store.codec import CorruptEntryError
 from ldptel.store.connection import (
@@ -57,13 +57,15 @@ class Parsed:
 
 @dataclass
 class Delta:
-    """What a step adds to one state (`packed`: the state's packed vector as read, for a
-    delta that rewrites it; state.rewrites)."""
+    """What a step adds to one state: a support vector (`packed`: the state's packed vector
+    as read, for a delta that rewrites it; state.rewrites), or the records appended to its
+    report log (`log`, for a ReportLog mechanism)."""
 
     state: StateKey
     n: int
-    support: NDArray[np.int64]
-    packed: NDArray[np.int64] | None
+    support: NDArray[np.int64] | None = None
+    packed: NDArray[np.int64] | None = None
+    log: bytes | None = None
 
 
 @dataclass
@@ -177,6 +179,19 @@ def group_support(
     return total, corrupt
 
 
+def group_log(oracle: ReportLog, entries: list[tuple[bytes, Parsed]]) -> tuple[bytes, list[bytes]]:
+    """The log records of many entries of one state, in stream order, and the ids of
+    entries whose values a record cannot hold (corrupt)."""
+    records: list[bytes] = []
+    corrupt = []
+    for entry_id, parsed in entries:
+        try:
+            records.append(oracle.log_bytes(parsed.batch))
+        except (ValueError, LdptelError):
+            corrupt.append(entry_id)
+    return b"".join(records), corrupt
+
+
 class ShardStep:
     """Aggregation of one shard of one campaign by the holder of its lease."""
 
@@ -268,15 +283,21 @@ class ShardStep:
         deltas = []
         for state, members in groups.items():
             oracle = members[0][1].oracle
-            support, corrupt = group_support(oracle, members)
+            if isinstance(oracle, ReportLog):
+                log, corrupt = group_log(oracle, members)
+                delta = Delta(state, 0, log=log)
+            else:
+                support, corrupt = group_support(oracle, members)
+                delta = Delta(state, 0, support)
             for entry_id in corrupt:
                 rejected[entry_id] = "report values outside the oracle's range"
-            n = sum(parsed.n for entry_id, parsed in members if entry_id not in rejected)
-            if n:
-                packed = None
-                if rewrites(support):
-                    packed = read_packed(pipe, self.name, self.shard, state, support.size)
-                deltas.append(Delta(state, n, support, packed))
+            delta.n = sum(parsed.n for entry_id, parsed in members if entry_id not in rejected)
+            if not delta.n:
+                continue
+            if delta.support is not None and rewrites(delta.support):
+                size = delta.support.size
+                delta.packed = read_packed(pipe, self.name, self.shard, state, size)
+            deltas.append(delta)
         return deltas
 
     def _queue(
@@ -289,9 +310,13 @@ class ShardStep:
     ) -> None:
         """Queue (inside MULTI) the support deltas and the quarantined entries."""
         for delta in deltas:
-            add_delta(
-                pipe, self.name, self.shard, delta.state, delta.n, delta.support, delta.packed
-            )
+            if delta.log is not None:
+                append_log(pipe, self.name, self.shard, delta.state, delta.n, delta.log)
+            else:
+                assert delta.support is not None
+                add_delta(
+                    pipe, self.name, self.shard, delta.state, delta.n, delta.support, delta.packed
+                )
             result.reports += delta.n
             result.touched.add(delta.state)
         for entry_id, reason in rejected.items():

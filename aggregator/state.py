@@ -12,6 +12,13 @@ EXECs fails. Shards merge by adding their vectors when a report is built; a stat
 both forms (read_state adds them), so the form can change between versions without a
 migration.
 
+Report log: a mechanism that declares its state a log (ReportLog: open-domain OLH, whose
+estimate evaluates every report against each candidate) has `n` in the hash and its reports
+appended (APPEND) to a string beside it (keys.window_log), `log_record` by record, in the
+step's MULTI with the checkpoint: as for a packed vector, only a step that also moves the
+checkpoint writes it, so an EXEC that fails appends nothing and each entry is logged once.
+Shards merge by reading their logs one after the other (`LogView`).
+
 Why packed: a hash field costs Redis about 50 bytes and one HINCRBY; at 2^20 cells one step's
 script ran past 5 s, during which Redis answers BUSY to every other client (benchmarks/
 README.md, "Sketch window state"). Packed, a state is 8 bytes a cell (8 MiB at 2^20) and a
@@ -20,7 +27,7 @@ step one BITFIELD, or one GET and one SET.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,6 +93,9 @@ class StateKey:
     def cells_key(self, name: str, shard: int) -> str:
         return keys.window_cells(name, shard, self.config_id, self.window, self.level)
 
+    def log_key(self, name: str, shard: int) -> str:
+        return keys.window_log(name, shard, self.config_id, self.window, self.level)
+
 
 def read_packed(
     pipe: Pipeline, name: str, shard: int, state: StateKey, size: int
@@ -127,8 +137,65 @@ def add_delta(
         for index, count in counts:
             args += [index, count]
         pipe.eval(ADD_SCRIPT, 1, key, *args)
+    _indexed(pipe, name, shard, state)
+
+
+def append_log(
+    pipe: Pipeline, name: str, shard: int, state: StateKey, n: int, records: bytes
+) -> None:
+    """Queue (inside MULTI) n reports appended, as log records, to a shard's report log."""
+    pipe.hincrby(state.redis_key(name, shard), "n", n)
+    pipe.append(state.log_key(name, shard), records)
+    _indexed(pipe, name, shard, state)
+
+
+def _indexed(pipe: Pipeline, name: str, shard: int, state: StateKey) -> None:
+    """Queue the state's entry in the shard's index and a bump of its pending version."""
     pipe.zadd(keys.state_index(name, shard), {state.member: state.window})
     pipe.hincrby(keys.pending_reports(name, shard), state.member, 1)
+
+
+@dataclass(frozen=True)
+class LogView:
+    """The report logs of one state across shards as they were when `read_log` measured
+    them: later steps only append, so the first `lengths[i]` bytes of shard i's log are
+    what the reports estimate, and n is their number of records (consistent with the bytes
+    read, whatever was appended since)."""
+
+    client: RedisClient
+    keys: tuple[str, ...]
+    lengths: tuple[int, ...]
+    record_size: int
+
+    @property
+    def n(self) -> int:
+        return sum(self.lengths) // self.record_size
+
+    def chunks(self, records: int) -> Iterator[bytes]:
+        """The logged records, at most `records` per chunk (GETRANGE: bounded memory)."""
+        step = max(1, records) * self.record_size
+        for key, length in zip(self.keys, self.lengths, strict=True):
+            for start in range(0, length, step):
+                end = min(length, start + step) - 1  # GETRANGE's end is inclusive
+                chunk = self.client.getrange(key, start, end)
+                if not isinstance(chunk, bytes) or len(chunk) != end + 1 - start:
+                    raise ValueError(f"report log {key} shorter than the {length} bytes measured")
+                yield chunk
+
+
+def read_log(
+    client: RedisClient, name: str, shards: Iterable[int], state: StateKey, record_size: int
+) -> LogView:
+    """The report logs of `state` over `shards`, measured now (STRLEN), to be read in chunks."""
+    log_keys = tuple(state.log_key(name, shard) for shard in shards)
+    with client.pipeline(transaction=False) as pipe:
+        for key in log_keys:
+            pipe.strlen(key)
+        lengths = tuple(int(length) for length in pipe.execute())
+    for key, length in zip(log_keys, lengths, strict=True):
+        if length % record_size:
+            raise ValueError(f"report log {key} of {length} bytes: not {record_size}-byte records")
+    return LogView(client, log_keys, lengths, record_size)
 
 
 def read_state(

@@ -38,7 +38,7 @@ from ldptel.client.levels import (
 from ldptel.client.numeric import NumericMechanism, choose_mechanism, numeric_class
 from ldptel.client.numeric.auto import AUTO_NUMERIC
 from ldptel.client.numeric.base import check_range
-from ldptel.client.oracles import FrequencyOracle, oracle_class
+from ldptel.client.oracles import FrequencyOracle, open_domain_class, oracle_class
 from ldptel.client.oracles.auto import (
     OPEN_DOMAIN_ORACLES,
     AutoOracle,
@@ -373,7 +373,7 @@ class CampaignConfig:
         config created since they are served does (`as_created`)."""
         if self.numeric:
             raise ParameterError("oracle", f"campaign {self.name!r} is numeric (build_numeric)")
-        cls = oracle_class(self.oracle)
+        cls = open_domain_class(self.oracle) if self.open_domain else oracle_class(self.oracle)
         extra: dict[str, Any] = {"labels": list(self.domain)} if cls.takes_labels else {}
         epsilon = self.epsilon if epsilon is None else epsilon
         params = {**self.params, **self.level_params.get(level, {})}

@@ -53,9 +53,8 @@ from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.numeric.base import alpha_point_level
-from ldptel.client.oracles.base import FrequencyOracle, WireReport
+from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle, WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
-from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.client.randomness import SecureRandom
 from ldptel.client.statedb import transaction
 
@@ -178,14 +177,14 @@ class Randomizer:
     def _fresh(self, value: Value) -> str:
         """A fresh draw of the one-report law (RAPPOR: a new PRR for this install's cohort,
         not the HMAC-derived one, and a new IRR; a number: clipped, rounded with a fresh
-        alpha, randomized; an open-domain text: the sketch's report of its item key)."""
+        alpha, randomized; an open-domain text: the oracle's report of its item key)."""
         if isinstance(self.oracle, NumericMechanism):
             assert not isinstance(value, str)
             return wire_json(self.oracle.perturb(float(value), self._rng))
-        if isinstance(value, str):  # open domains: a sketch, or PEM's group and sketch
+        if isinstance(value, str):  # open domains: a keyed oracle, or PEM's group and sketch
             if isinstance(self.oracle, PrefixExtendingMethod):
                 return wire_json(self.oracle.perturb(value, self._rng))
-            assert isinstance(self.oracle, SketchOracle)
+            assert isinstance(self.oracle, KeyedOracle)
             return wire_json(self.oracle.perturb_string(value, self._rng))
         index = int(value)
         if self._rappor is not None:

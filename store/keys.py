@@ -49,6 +49,13 @@ def window_cells(name: str, shard: int, config_id: str, window: int, level: str 
     return f"{PREFIX}:{{{name}:{shard}}}:cells:{config_id}:{window}{suffix}"
 
 
+def window_log(name: str, shard: int, config_id: str, window: int, level: str = "") -> str:
+    """String: the report log of a window state whose mechanism keeps its reports
+    (aggregator/state.py, "Report log"): the packed reports, appended step by step."""
+    suffix = f":{level}" if level else ""
+    return f"{PREFIX}:{{{name}:{shard}}}:log:{config_id}:{window}{suffix}"
+
+
 def state_index(name: str, shard: int) -> str:
     """Sorted set: "<config_id>:<window>:<level>" members of the shard's window states,
     scored by window start (written with the state, so report building finds them)."""

@@ -182,6 +182,7 @@ class PrefixExtendingMethod(ReportMechanism):
         sketch: str | None = None,
         k: int = DEFAULT_ROWS,
         m: int = DEFAULT_WIDTH,
+        **served: float,
     ) -> None:
         epsilon = check_epsilon(epsilon)
         self.max_length = check_int(max_length, "max_length", 1, MAX_LENGTH)
@@ -194,7 +195,9 @@ class PrefixExtendingMethod(ReportMechanism):
         self.sketch = default_sketch(epsilon, m) if sketch is None else sketch
         if self.sketch not in SKETCHES:
             raise ParameterError("sketch", f"must be one of {', '.join(SKETCHES)}")
-        self.params: dict[str, Any] = {"epsilon": epsilon, "k": k, "m": m}
+        # The sketch's probabilities as the config serves them (cms: p, q; hcms: f), else
+        # derived from epsilon by the sketch; the sketch refuses any other name.
+        self.params: dict[str, Any] = {"epsilon": epsilon, "k": k, "m": m, **served}
         #: The frequency oracle of every group (one hash family; the groups' sketches are
         #: separate, so prefixes of different lengths never share one).
         self.oracle = self.group_oracle(["0", "1"])
@@ -220,6 +223,10 @@ class PrefixExtendingMethod(ReportMechanism):
             "k": self.params["k"],
             "m": self.params["m"],
         }
+
+    def derived_params(self) -> dict[str, Any]:
+        """The group sketch's probabilities (cms: p, q; hcms: f), served with the config."""
+        return self.oracle.derived_params()
 
     @property
     def groups(self) -> int:
@@ -323,7 +330,10 @@ class PrefixExtendingMethod(ReportMechanism):
         estimate = np.zeros(0)
         for group, (support, size) in enumerate(zip(supports, group_counts, strict=True)):
             if group:
-                order = np.argsort(-estimate, kind="stable")[: self.top_k]
+                # Ranked on estimates rounded to 6 decimals, ties in candidate order: an
+                # exact tie (estimates are affine in integer counts) must not hinge on the
+                # rounding of float sums (docs/protocol.md, `pem`, "Discovery").
+                order = np.argsort(-np.round(estimate, 6), kind="stable")[: self.top_k]
                 candidates = self.extend([candidates[i] for i in order], group)
             estimate = self.oracle.estimate_keys(support, size, item_keys(candidates))
         n = int(sum(group_counts))

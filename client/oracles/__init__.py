@@ -16,7 +16,7 @@ from ldptel.client.oracles.cms import CountMeanSketch
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.oracles.hcms import HadamardCountMeanSketch
 from ldptel.client.oracles.hr import HadamardResponse
-from ldptel.client.oracles.olh import OptimizedLocalHashing
+from ldptel.client.oracles.olh import OpenDomainOLH, OptimizedLocalHashing
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.oracles.she import SummationHistogramEncoding
@@ -54,6 +54,16 @@ def oracle_class(name: str) -> type[FrequencyOracle]:
     return ORACLES[key]
 
 
+#: An open-domain campaign's oracle class where it differs from the categorical one: OLH
+#: keeps a log of its reports as window state (client/oracles/olh.py).
+OPEN_DOMAIN_CLASSES: dict[str, type[FrequencyOracle]] = {"olh": OpenDomainOLH}
+
+
+def open_domain_class(name: str) -> type[FrequencyOracle]:
+    """The oracle class of an open-domain campaign's oracle `name` (checked by the config)."""
+    return OPEN_DOMAIN_CLASSES.get(name) or oracle_class(name)
+
+
 def make_oracle(name: str, **params: Any) -> FrequencyOracle:
     """Build a validated oracle: `make_oracle("olh", epsilon=1.0, domain_size=64)`."""
     return oracle_class(name)(**params)
@@ -67,5 +77,6 @@ __all__ = [
     "ReportBatch",
     "WireReport",
     "make_oracle",
+    "open_domain_class",
     "oracle_class",
 ]

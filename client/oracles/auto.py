@@ -15,11 +15,19 @@ alone they would lose anyway except CMS below eps ~ 0.5 and d above ~1,800: OUE'
 times about cosh^2(eps/4) (m/(m-1))^2, within the 2% tie. (Their window state, k m = 2^20
 cells at the defaults, is now a packed array: aggregator/state.py.)
 
-An open-domain campaign (free text, no domain list) can only use an oracle whose report and
-state do not depend on a list of labels: the sketches (OPEN_DOMAIN_ORACLES). There `auto`
-ranks them the same way (`choose_open_oracle`): CMS has the lower variance, (c^2 - 1)/4
-with c = (e^(eps/2) + 1)/(e^(eps/2) - 1) against HCMS's c^2 with c = (e^eps + 1)/(e^eps - 1)
-(per report, times (m/(m-1))^2), but a report of m/8 + 2 bytes; HCMS's is 5 bytes.
+An open-domain campaign (free text, no domain list) can only use an oracle whose report does
+not depend on a list of labels: the sketches and OLH (OPEN_DOMAIN_ORACLES; OLH's window state
+is then a log of its reports). There `auto` ranks them the same way (`choose_open_oracle`).
+Per report and times (m/(m-1))^2 for the sketches: CMS has (c^2 - 1)/4 = e^(eps/2) /
+(e^(eps/2) - 1)^2, HCMS c^2 with c = (e^eps + 1)/(e^eps - 1), and OLH 4 e^eps / (e^eps - 1)^2
+at g = e^eps + 1 (Wang et al. 2017, eq. (2)): OLH / CMS = 4 e^(eps/2) / (e^(eps/2) + 1)^2 <= 1
+(AM-GM), and OLH has no fixed-family term either. At the integer g = round(e^eps + 1) it
+keeps the lowest variance from eps = 0.5 up (0.8% under CMS there, 58% at eps = 4); below
+about 0.3 the three tie within 2% and the cheapest, HCMS, is chosen. So `auto` picks OLH
+from eps ~ 0.5 unless the size limit excludes its 8-byte report (HCMS's is 5 bytes, CMS's
+m/8 + 2). Its costs are
+elsewhere, and recorded in the choice's reason (OLH_OPEN_COSTS): the state grows 6 bytes a
+report, and a report hashes every logged report for every candidate.
 
 The report size is the compact (stored) size of one report, sum of its fields' bytes.
 """
@@ -53,10 +61,13 @@ COSTS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "cms": ((1024, 0), (128, 0)),
     "hcms": ((1, 0), (1, 0)),
 }
-#: The oracles of open-domain campaigns (the only candidates there), and not candidates of a
-#: categorical one (see the module docstring).
-OPEN_DOMAIN_ORACLES = ("cms", "hcms")
-NOT_CANDIDATES = frozenset(OPEN_DOMAIN_ORACLES)
+#: The sketches: the oracles of open-domain campaigns `auto` chooses among, and not
+#: candidates of a categorical one (see the module docstring).
+OPEN_SKETCHES = ("cms", "hcms")
+NOT_CANDIDATES = frozenset(OPEN_SKETCHES)
+#: The oracles an open-domain campaign may name: the sketches, and OLH with its window state
+#: a log of the reports (client/oracles/olh.py, OpenDomainOLH).
+OPEN_DOMAIN_ORACLES = (*OPEN_SKETCHES, "olh")
 #: Oracles missing from COSTS touch every item on both sides.
 DEFAULT_COST = ((0.0, 1.0), (0.0, 1.0))
 
@@ -97,11 +108,22 @@ def choose_oracle(
     return _choose(names, d, epsilon, max_report_bytes)
 
 
+#: What choosing OLH for an open domain costs, in the choice's reason.
+OLH_OPEN_COSTS = (
+    "costs: its window state is the reports themselves, 6 bytes each (more than a default "
+    "8 MiB sketch past about 1.4 million reports per window and shard), and a report with C "
+    "candidates hashes every logged report C times; name cms for larger windows"
+)
+
+
 def choose_open_oracle(epsilon: float, max_report_bytes: int | None = None) -> dict[str, Any]:
     """The choice of `choose_oracle` for an open-domain campaign, among OPEN_DOMAIN_ORACLES
-    (built at d = 2: their variance and report do not depend on d); "domain_size" is None."""
+    (built at d = 2: their variance and report do not depend on d); "domain_size" is None.
+    Choosing OLH, the reason states its costs (OLH_OPEN_COSTS)."""
     choice = _choose(list(OPEN_DOMAIN_ORACLES), 2, epsilon, max_report_bytes)
     choice["domain_size"] = None
+    if choice["oracle"] == "olh":
+        choice["reason"] += "; " + OLH_OPEN_COSTS
     return choice
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.hashing import item_keys
 from ldptel.client.randomness import Rng, SecureRandom, default_rng
 
 ReportBatch = dict[str, NDArray[Any]]
@@ -377,3 +378,50 @@ class PureOracle(FrequencyOracle):
         p, q = self.p_star, self.q_star
         f = np.zeros(self.domain_size) if frequencies is None else np.asarray(frequencies)
         return n * q * (1 - q) / (p - q) ** 2 + n * f * (1 - p - q) / (p - q)
+
+
+class KeyedOracle(FrequencyOracle):
+    """An oracle whose report depends on a value only through its item key (the hashing
+    oracles: local hashing and Apple's sketches), so any string can be reported: the
+    oracles of open-domain campaigns (docs/protocol.md, "Open domains")."""
+
+    @abstractmethod
+    def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
+        """Randomize values given by their item keys, each independently."""
+
+    def perturb_string(self, value: str, rng: Rng | None = None) -> WireReport:
+        """Randomize one string, in the domain or not; OS CSPRNG by default."""
+        batch = self.perturb_keys(item_keys([value]), rng or default_rng())
+        return self.encode(batch)[0]
+
+
+class ReportLog(ABC):
+    """A mechanism whose window state is its reports themselves, not a support vector that
+    adds: the aggregator appends each step's reports, packed as `log_record`s, to a string
+    (aggregator/state.py, "Report log"), and estimates over that log when a report is built.
+    For an estimate that must evaluate every report against every candidate (OLH's
+    per-report seeds on an open domain: docs/protocol.md, "olh on open domains")."""
+
+    #: One report in the log: a packed structured dtype (no padding).
+    log_record: np.dtype[Any]
+
+    @abstractmethod
+    def log_bytes(self, batch: ReportBatch) -> bytes:
+        """A validated batch as log records, in report order; raises ReportError for values
+        a record cannot hold (a corrupt stored batch)."""
+
+    @abstractmethod
+    def key_support(self, batch: ReportBatch, keys: NDArray[np.uint64]) -> NDArray[np.int64]:
+        """Per item key (a candidate string's), how many of the batch's reports support it;
+        supports of the log's chunks add."""
+
+    def log_batch(self, data: bytes) -> ReportBatch:
+        """Log records back as a batch of contiguous columns (inverse of `log_bytes`)."""
+        size = self.log_record.itemsize
+        if len(data) % size:
+            raise ReportError(
+                "log", f"{len(data)} bytes is not a whole number of {size}-byte records"
+            )
+        records = np.frombuffer(data, dtype=self.log_record)
+        names = self.log_record.names or ()
+        return {name: np.ascontiguousarray(records[name]) for name in names}

@@ -19,9 +19,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ReportError
-from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes, lh_hash_scalar
+from ldptel.client.hashing import item_keys, key_lanes, lh_hash, lh_hash_lanes, lh_hash_scalar
 from ldptel.client.oracles.base import (
     Field,
+    KeyedOracle,
     PureOracle,
     ReportBatch,
     WireReport,
@@ -67,7 +68,7 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _pool
 
 
-class LocalHashing(PureOracle):
+class LocalHashing(PureOracle, KeyedOracle):
     """Local hashing with g buckets: keep x = H(v, seed) mod g with probability
     p = e^eps / (e^eps + g - 1), else report one of the other g - 1 buckets uniformly.
 
@@ -143,6 +144,14 @@ class LocalHashing(PureOracle):
         self._bucket(hashes, np.empty_like(hashes))
         return hashes
 
+    def key_buckets(
+        self, keys: NDArray[np.uint64], seeds: NDArray[np.uint32]
+    ) -> NDArray[np.uint32]:
+        """x = H(key, seed) mod g for paired arrays of item keys and seeds (any string)."""
+        hashes = lh_hash(np.asarray(keys, dtype=np.uint64), seeds)
+        self._bucket(hashes, np.empty_like(hashes))
+        return hashes
+
     # -- client ----------------------------------------------------------------------------
     def perturb_one(self, value: int) -> WireReport:
         # perturb_batch's law with scalar draws (the SDK's per-report path).
@@ -154,10 +163,12 @@ class LocalHashing(PureOracle):
         return {"seed": seed, "y": other + (other >= x)}
 
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
-        values = np.asarray(values, dtype=np.int64)
-        seeds = sample_uniform_below(rng, SEED_LIMIT, values.size).astype(np.uint32)
-        y = self.buckets(values, seeds)
-        flip = ~sample_bernoulli(rng, self.p, values.size)
+        return self.perturb_keys(self._keys[np.asarray(values, dtype=np.intp)], rng)
+
+    def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
+        seeds = sample_uniform_below(rng, SEED_LIMIT, keys.size).astype(np.uint32)
+        y = self.key_buckets(keys, seeds)
+        flip = ~sample_bernoulli(rng, self.p, keys.size)
         if self.g == 2:  # the one other bucket; nothing to draw
             y[flip] ^= np.uint32(1)
             return {"seed": seeds, "y": y}
@@ -190,15 +201,26 @@ class LocalHashing(PureOracle):
     # -- aggregator ------------------------------------------------------------------------
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
         """For each item v, how many reports have H(v, seed) mod g == y."""
+        return self._support_lanes(batch, self._lane0, self._lane1)
+
+    def key_support(self, batch: ReportBatch, keys: NDArray[np.uint64]) -> NDArray[np.int64]:
+        """`support` of any items, given by their item keys (an open domain's candidates):
+        per key, how many reports have H(key, seed) mod g == y."""
+        lane0, lane1 = key_lanes(np.asarray(keys, dtype=np.uint64))
+        return self._support_lanes(batch, lane0, lane1)
+
+    def _support_lanes(
+        self, batch: ReportBatch, lane0: NDArray[np.uint32], lane1: NDArray[np.uint32]
+    ) -> NDArray[np.int64]:
         seeds = np.asarray(batch["seed"], dtype=np.uint32)
         ys = np.asarray(batch["y"], dtype=np.uint32)
         n = len(seeds)
-        if n * self.domain_size < _PARALLEL_PAIRS or _WORKERS == 1:
-            return self._count_matches(seeds, ys)
+        if n * len(lane0) < _PARALLEL_PAIRS or _WORKERS == 1:
+            return self._count_matches(seeds, ys, lane0, lane1)
         # Contiguous slices of reports, one per worker; partial supports add.
         bounds = np.linspace(0, n, _WORKERS + 1).astype(int)
         parts = [
-            _thread_pool().submit(self._count_matches, seeds[a:b], ys[a:b])
+            _thread_pool().submit(self._count_matches, seeds[a:b], ys[a:b], lane0, lane1)
             for a, b in itertools.pairwise(bounds.tolist())
         ]
         support = parts[0].result()
@@ -207,17 +229,21 @@ class LocalHashing(PureOracle):
         return support
 
     def _count_matches(
-        self, seeds: NDArray[np.uint32], ys: NDArray[np.uint32]
+        self,
+        seeds: NDArray[np.uint32],
+        ys: NDArray[np.uint32],
+        item_lane0: NDArray[np.uint32],
+        item_lane1: NDArray[np.uint32],
     ) -> NDArray[np.int64]:
-        d = self.domain_size
-        cols = min(d, _CHUNK_PAIRS)
+        d = len(item_lane0)
+        cols = max(1, min(d, _CHUNK_PAIRS))
         rows = max(1, min(_MAX_CHUNK_ROWS, _CHUNK_PAIRS // cols))
         scratch = np.empty((rows, cols), dtype=np.uint32)
         match = np.empty((rows, cols), dtype=np.bool_)
         support = np.zeros(d, dtype=np.int64)
         seed_column, y_column = seeds[:, None], ys[:, None]
         for c0 in range(0, d, cols):
-            lane0, lane1 = self._lane0[c0 : c0 + cols], self._lane1[c0 : c0 + cols]
+            lane0, lane1 = item_lane0[c0 : c0 + cols], item_lane1[c0 : c0 + cols]
             width = len(lane0)
             for r0 in range(0, len(seeds), rows):
                 hashes = lh_hash_lanes(lane0, lane1, seed_column[r0 : r0 + rows])

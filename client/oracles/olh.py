@@ -8,7 +8,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ldptel.client.oracles.base import check_epsilon
+import numpy as np
+
+from ldptel.client.errors import ReportError
+from ldptel.client.oracles.base import ReportBatch, ReportLog, check_epsilon
 from ldptel.client.oracles.local_hashing import MAX_G, LocalHashing
 
 
@@ -47,3 +50,41 @@ class OptimizedLocalHashing(LocalHashing):
 
     def derived_params(self) -> dict[str, Any]:
         return {"g": self.g, **super().derived_params()}
+
+
+class OpenDomainOLH(OptimizedLocalHashing, ReportLog):
+    """OLH on an open domain (config `max_length`, no domain list): a report is OLH's report of
+    the value's item key, and the window state is the reports themselves (`ReportLog`), since
+    each report's seed is its own hash function: the estimate of a candidate string v is
+    Wang et al.'s (C_v - n/g) / (p - 1/g) with C_v = #{reports: H(item_key(v), seed) mod g
+    == y}, counted over the log (`key_support`) when the report is built.
+
+    Against a fixed public family (a sketch's k functions), per-report seeds leave no family
+    term: for a candidate nobody holds, each report's bucket H(v, seed) mod g is uniform and
+    independent of y under the ideal-hash model (the model of q* = 1/g), so C_v is exactly
+    Binomial(n, 1/g) whatever the other strings' counts, and `variance` is the estimate's
+    exact variance (Wang et al. 2017, eq. (2) with p* = p, q* = 1/g).
+
+    Log record: seed as u32 and y as u16 (6 bytes) when g <= 2^16, else y as u32 (8 bytes).
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        g: int | None = None,
+        labels: Sequence[str] | None = None,
+        p: float | None = None,
+    ) -> None:
+        super().__init__(epsilon=epsilon, domain_size=domain_size, g=g, labels=labels, p=p)
+        y_type = "<u2" if self.g <= 2**16 else "<u4"
+        self.log_record = np.dtype([("seed", "<u4"), ("y", y_type)])
+
+    def log_bytes(self, batch: ReportBatch) -> bytes:
+        seeds, ys = np.asarray(batch["seed"]), np.asarray(batch["y"])
+        if ys.size and int(ys.max()) >= self.g:
+            raise ReportError("y", f"must be in [0, {self.g})")
+        records = np.empty(seeds.size, dtype=self.log_record)
+        records["seed"], records["y"] = seeds, ys
+        return records.tobytes()

@@ -33,13 +33,12 @@ from numpy.typing import NDArray
 
 from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes
 from ldptel.client.oracles.base import (
-    FrequencyOracle,
+    KeyedOracle,
     ReportBatch,
-    WireReport,
     check_int,
     check_labels,
 )
-from ldptel.client.randomness import Rng, default_rng
+from ldptel.client.randomness import Rng
 
 #: j and l travel and are stored as unsigned 16-bit integers.
 MAX_ROWS = 2**16
@@ -53,7 +52,7 @@ DEFAULT_M = 1024
 _CHUNK_CELLS = 1 << 20
 
 
-class SketchOracle(FrequencyOracle):
+class SketchOracle(KeyedOracle):
     """k hash functions into m cells; subclasses define the report and the debiased sketch."""
 
     takes_labels = True
@@ -115,17 +114,8 @@ class SketchOracle(FrequencyOracle):
 
     # -- client ----------------------------------------------------------------------------
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        # perturb_keys (KeyedOracle): the report depends on a value only through its key.
         return self.perturb_keys(self._keys[np.asarray(values, dtype=np.intp)], rng)
-
-    @abstractmethod
-    def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
-        """Randomize values given by their item keys: the report depends on a value only
-        through its key, so any string can be reported (open domains)."""
-
-    def perturb_string(self, value: str, rng: Rng | None = None) -> WireReport:
-        """Randomize one string, in the domain or not; OS CSPRNG by default."""
-        batch = self.perturb_keys(item_keys([value]), rng or default_rng())
-        return self.encode(batch)[0]
 
     # -- aggregator ------------------------------------------------------------------------
     @abstractmethod

@@ -235,3 +235,40 @@ def test_a_packed_sketch_state_on_the_cluster_equals_a_single_servers(
     assert on_cluster[0] == on_server[0] == 2700
     assert on_cluster[1].tolist() == on_server[1].tolist()
     assert Worker(cluster_client).run_pass().entries == 0
+
+
+def test_an_olh_report_log_on_the_cluster_equals_a_single_servers(
+    cluster_client: Any, redis_client: Any
+) -> None:
+    # An open-domain OLH campaign (window state: a report log per shard, APPENDed in the
+    # step's transaction) over three shards: the same logs and the same window report.
+    from ldptel.aggregator.report import Candidates
+    from ldptel.client.campaign import CampaignConfig
+    from ldptel.client.hashing import item_keys
+    from ldptel.client.oracles.olh import OpenDomainOLH
+
+    config = CampaignConfig.from_dict(
+        {"name": "answers", "oracle": "olh", "epsilon": 3, "max_length": 16, "shards": 3}
+    ).as_created()
+    oracle = config.build_oracle()
+    assert isinstance(oracle, OpenDomainOLH)
+    words = item_keys(["tea"] * 900 + ["mate"] * 600 + [f"w{i}" for i in range(900)])
+    candidates = Candidates(("tea", "mate", "w1", "cocoa"), "test list")
+    reports = []
+    for client in (cluster_client, redis_client):
+        register(client, config)
+        rng = np.random.default_rng(9)
+        for number, start in enumerate(range(0, words.size, 100)):
+            batch = oracle.perturb_keys(words[start : start + 100], rng)
+            append(client, config, batch, window=WINDOW, shard=number % 3)
+        assert Worker(client, batch_entries=2).run_pass().reports == words.size
+        assert Worker(client).run_pass().entries == 0
+        document = build_window(client, Registry(client), "answers", WINDOW, None, 0.0, candidates)
+        reports.append(document["reports"])
+
+    state = StateKey(WINDOW, config.config_id)
+    for shard in range(3):
+        key = state.log_key("answers", shard)
+        assert cluster_client.get(key) == redis_client.get(key)
+    assert reports[0] == reports[1]
+    assert [item["item"] for item in reports[0][0]["items"]] == ["tea", "mate"]

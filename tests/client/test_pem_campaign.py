@@ -98,3 +98,14 @@ def test_pem_is_an_open_domain_oracle_only() -> None:
         with pytest.raises(ParameterError) as error:
             CampaignConfig.from_dict(data)
         assert error.value.field == field
+
+
+def test_the_sketchs_probabilities_are_served_and_a_weaker_one_refused() -> None:
+    config = CampaignConfig.from_dict(PEM).as_created()
+    served = CampaignConfig.from_dict(config.to_dict(), stored=True).build_mechanism()
+    assert {"p", "q"} <= set(config.params)
+    assert served.derived_params() == {"p": config.params["p"], "q": config.params["q"]}
+    tampered = {**PEM, "params": {**config.params, "p": 0.99}}
+    with pytest.raises(ParameterError) as error:
+        CampaignConfig.from_dict(tampered)
+    assert "p" in str(error.value) and "above the config's 4.0" in str(error.value)

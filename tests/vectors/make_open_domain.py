@@ -91,7 +91,8 @@ def release_case() -> dict[str, Any]:
         "epsilon": EPSILON, "k": K, "m": M, "reported": REPORTED, "reports": reports,
         "candidates": CANDIDATES, "estimate": estimate,
         "null_stderr": math.sqrt(variance(0) + family),
-        "z": z, "largest": largest, "threshold": release_threshold(n, largest, variance(0), tail),
+        "z": z, "largest": largest,
+        "threshold": release_threshold(n, largest, variance(0), tail, K, M),
         "expected_false_discoveries": 0.05,
     }  # fmt: skip
 
@@ -100,18 +101,18 @@ def binomial(trials: int, p: float) -> list[float]:
     return [math.comb(trials, b) * p**b * (1 - p) ** (trials - b) for b in range(trials + 1)]
 
 
-def release_threshold(n: int, largest: float, noise: float, tail: float) -> float:
+def release_threshold(n: int, largest: float, noise: float, tail: float, k: int, m: int) -> float:
     """docs/protocol.md, "Candidates": the expected shortfall at `tail` of N + F, N normal of
     variance `noise` and F the collision offset's worst case, computed exactly (no grid)."""
     c = max(1, min(n, math.ceil(largest)))
     chunks, rest = divmod(n, c)
     offsets: dict[float, float] = {0.0: 1.0}
-    for trials, count in ((chunks * K, c), (K, rest)):
-        a = M / (M - 1) * count / K
+    for trials, count in ((chunks * k, c), (k, rest)):
+        a = m / (m - 1) * count / k
         summed: dict[float, float] = {}
         for f, w in offsets.items():
-            for b, pb in enumerate(binomial(trials, 1 / M)):
-                key = f + a * (b - trials / M)
+            for b, pb in enumerate(binomial(trials, 1 / m)):
+                key = f + a * (b - trials / m)
                 summed[key] = summed.get(key, 0.0) + w * pb
         offsets = summed
     sigma = math.sqrt(noise)

@@ -11,25 +11,26 @@ prefixes only), their estimates and the top_k kept. Everything but the seeded re
 computed here in plain Python (xxhash, hashlib, math) from the words of docs/protocol.md,
 not by ldptel's vectorized code, so the vectors check it.
 
-The release (which of the last step's candidates are listed, and the threshold) is left
-out on purpose: `release_case` is the place for it once the release rule is settled.
+The release: the last group's threshold, computed exactly (make_open_domain.release_threshold),
+and the listed values with their estimates and standard errors among all n users.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 import json
 import math
 import random
 import re
 import unicodedata
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import xxhash
+from make_open_domain import release_threshold
 
 from ldptel.client.campaign import CampaignConfig
 
@@ -175,21 +176,25 @@ class Case:
         }
 
     def created(self) -> dict[str, Any]:
-        """As stored and served: the given parameters (all of pem's fixed ones) and the
-        defaults; nothing derived (the sketch's p, q or f are not served)."""
-        return {**self.posted(), **DEFAULTS}
+        """As stored and served: the given parameters (all of pem's fixed ones), the sketch's
+        probabilities (derived from epsilon, served so that no client derives them) and the
+        defaults."""
+        posted = self.posted()
+        return {**posted, "params": {**self.params, **self.probabilities}, **DEFAULTS}
 
     def canonical_json(self) -> str:
         """JCS by hand: ASCII member names sorted, no whitespace, integral numbers as
-        integers (every number here is an integer; epsilon 4.0 is written 4)."""
+        integers (epsilon 4.0 is written 4), others in their shortest round-trip digits."""
 
         def write(value: Any) -> str:
             if isinstance(value, dict):
                 members = (f"{json.dumps(k)}:{write(value[k])}" for k in sorted(value))
                 return "{" + ",".join(members) + "}"
-            if isinstance(value, float):
-                assert value.is_integer()
+            if isinstance(value, float) and value.is_integer():
                 return str(int(value))
+            if isinstance(value, float):  # JCS: Python's repr has the same shortest digits
+                assert "e" not in repr(value), value  # where both write plain decimals
+                return repr(value)
             return json.dumps(value, ensure_ascii=False)
 
         return write(self.created())
@@ -298,24 +303,59 @@ class Case:
                 "estimate": estimates,
             }
             if group < self.groups - 1:
-                order = sorted(range(len(candidates)), key=lambda i: -estimates[i])
+                order = sorted(range(len(candidates)), key=lambda i: -round(estimates[i], 6))
                 kept = [candidates[i] for i in order[: self.top_k]]
-                # The vector must not hinge on rounding: the kept are strictly ordered, and
-                # apart from the rest (hcms estimates lie on a lattice: exact ties happen, and
-                # ldptel breaks them by the rounding of its sums; docs/protocol.md, `pem`).
-                ranked = [estimates[i] for i in order[: self.top_k + 1]]
-                assert all(a - b > 1e-6 for a, b in itertools.pairwise(ranked)), ranked
                 step["kept"] = kept
             steps.append(step)
         return steps
 
 
-def release_case(case: Case, last_step: dict[str, Any], n: int) -> dict[str, Any] | None:
-    """RELEASE: the listed values and the threshold from the last step's candidates and
-    estimates (n users in all). Left empty (null in pem.json) while the release threshold
-    rule is being changed; fill it in with the rule of docs/protocol.md once settled, and
-    check it in tests/client/test_pem_vectors.py."""
-    return None
+def release_case(case: Case, last_step: dict[str, Any], n: int) -> dict[str, Any]:
+    """The release (docs/protocol.md, "Candidates" and `pem`): in the last group (n_G of the
+    n users), T at tail = 0.05 / C; listed: the candidates whose estimate exceeds T and whose
+    label is a whole value, by estimate; estimates, stderr and T scaled by n / n_G."""
+    k, m = case.params["k"], case.params["m"]
+    size, estimates = last_step["reports"], last_step["estimate"]
+    if case.sketch == "cms":
+        p, q = case.probabilities["p"], case.probabilities["q"]
+        pi = q + (p - q) / m
+        own, other = p * (1 - p) / (p - q) ** 2, pi * (1 - pi) / (p - q) ** 2
+    else:
+        c = 1 / (1 - 2 * case.probabilities["f"])
+        own, other = c * c - 1, c * c - 1 / m**2
+
+    def variance(f: float) -> float:
+        return (m / (m - 1)) ** 2 * size * (f * own + (1 - f) * other)
+
+    tail = min(0.5, 0.05 / len(estimates))
+    z = NormalDist().inv_cdf(1 - tail)
+    top = max(estimates)
+    largest = min(size, top + z * math.sqrt(variance(min(1, max(0, top / size)))) + size / (m - 1))
+    threshold = release_threshold(size, largest, variance(0), tail, k, m)
+    # The stderr's family term: the largest over candidates of sum_{w != v} c_w (c_w - 1) /
+    # (k (m - 1)), c_w the estimates rounded and clipped at 0; plus the group's sampling term.
+    pairs = [c * (c - 1) for c in (max(0, round(e)) for e in estimates)]
+    family = (sum(pairs) - min(pairs)) / (k * (m - 1))
+    scale = n / size
+    listed = []
+    for label, estimate in sorted(
+        zip(last_step["candidates"], estimates, strict=True), key=lambda x: -x[1]
+    ):
+        data = bytes(int(label[i : i + 8], 2) for i in range(0, len(label), 8)).rstrip(b"\0")
+        if estimate <= threshold or not possible(label):
+            continue
+        try:  # a last character cut short is no value
+            value = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        f = min(1.0, max(0.0, estimate / size))
+        sampling = size * f * (1 - f) * (n - size) / (n - 1)
+        stderr = scale * math.sqrt(variance(f) + family + sampling)
+        listed.append({"value": value, "estimate": scale * estimate, "stderr": stderr})
+    return {
+        "tail": tail, "z": z, "largest": largest, "group_threshold": threshold,
+        "threshold": scale * threshold, "listed": listed,
+    }  # fmt: skip
 
 
 # -- the two cases ---------------------------------------------------------------------------
@@ -453,7 +493,9 @@ def main() -> None:
             "support: group g's sketch support at [g C, (g+1) C), then the G report counts. "
             "discovery: from a support of seeded reports, each step's possible candidates "
             "in order, their sketch estimates (n = the group's reports) and the top_k kept; "
-            "release: null, left for the release rule (make_pem.py, release_case). "
+            "release: the last group's threshold (exact expected shortfall, docs/protocol.md "
+            "'Candidates'; ldptel's grid puts it at most 2 cells above) and the listed values "
+            "with estimate and stderr among all n users. "
             "prefixes: labels a discovery keeps as candidates (possible) or skips"
         ),
         "prefixes": [
