@@ -592,6 +592,12 @@ def log_statistics(
 CandidateStatistics = Callable[[Sequence[str]], tuple[ItemColumns, float]]
 
 
+def noise_stderr(oracle: FrequencyOracle, n: int) -> float:
+    """The stderr of the reports' noise in the estimate of a candidate nobody holds: an open
+    domain's `significance.z` is its release threshold in these units."""
+    return math.sqrt(float(oracle.variance(n, np.zeros(1))[0]))
+
+
 def open_domain_report(
     config: CampaignConfig,
     oracle: SketchOracle | OpenDomainOLH,
@@ -619,9 +625,8 @@ def open_domain_report(
         )
         return report
     stats, discovery["threshold"] = statistics(candidates.values)
-    if isinstance(oracle, OpenDomainOLH):  # the exact threshold, as a z of the null stderr
-        null_stderr = math.sqrt(float(oracle.variance(n, None)[0]))
-        report["significance"]["z"] = discovery["threshold"] / null_stderr
+    report["significance"]["z"] = discovery["threshold"] / noise_stderr(oracle, n)
+    if isinstance(oracle, OpenDomainOLH):
         report["significance"]["rule"] = LOG_DISCOVERY_RULE
         report["significance"]["method"] = LOG_EXACT_BINOMIAL
     items = _items(candidates.values, stats)
@@ -678,9 +683,10 @@ def discovery_report(
         report["message"] = "not enough reports: a PEM group has none, too few for discovery"
         return report
     found = pem.discover(sketches, sizes, options.false_flags)
-    # z of the last group's test (Bonferroni over its candidates, Discovery's rule).
-    tail = found.expected_false_discoveries / max(1, found.candidates)
-    report["significance"]["z"] = NormalDist().inv_cdf(1.0 - tail)
+    # The last group's threshold (scaled back from counts among all n) in its noise stderrs.
+    report["significance"]["z"] = (
+        found.threshold * sizes[-1] / n / noise_stderr(pem.oracle, sizes[-1])
+    )
     discovery["candidates"] = found.candidates
     discovery["threshold"] = found.threshold
     discovery["expected_false_discoveries"] = found.expected_false_discoveries

@@ -159,9 +159,10 @@ def discovery_sentence(report: Report) -> str:
     return (
         f"{discovery['discovered']} of {discovery['candidates']:,} candidates "
         f"({discovery['source']}) discovered: estimate above the release threshold "
-        f"{discovery['threshold']:,.0f} (z = {report['significance']['z']:.2f} times the stderr "
-        "of a candidate nobody holds); expected false discoveries over the candidates "
-        f"< {discovery['expected_false_discoveries']:g}. Candidates below it are not listed."
+        f"{discovery['threshold']:,.0f} ({report['significance']['z']:.2f} times the stderr of "
+        "the reports' noise for a candidate nobody holds); expected false discoveries "
+        f"over the candidates <= {discovery['expected_false_discoveries']:g}. Candidates below "
+        "it are not listed."
     )
 
 

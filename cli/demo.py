@@ -9,7 +9,9 @@ Scenarios: "screens" (default), a categorical campaign of app screens; "favorite
 open-domain campaign where users type their favourite colour as free text, with a long tail
 of misspellings and of rare names held by one user each; its report estimates the colour
 names of a public dictionary (cli/color_names.py) and lists only those clearing the release
-threshold.
+threshold. With `--oracle pem` the same users report to a "pem" campaign, whose report
+discovers the frequent answers with no dictionary at all (Prefix Extending Method,
+docs/heavy-hitters.md); its answers are at most PEM_MAX_LENGTH bytes.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from ldptel.client.errors import ParameterError
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
     from ldptel.aggregator.model import WindowDocument
     from ldptel.aggregator.report import Candidates
+    from ldptel.client.campaign import CampaignConfig, Mechanism
+    from ldptel.client.oracles import ReportBatch
     from ldptel.client.transport import Transport
 
 CAMPAIGN = "demo-screens"
@@ -52,6 +56,11 @@ COMMON_COLORS = ("blue", "green", "red", "purple", "black", "pink", "yellow", "o
 RARE_SHARE = 0.1
 SINGLE_NAMES = 40
 COLOR_MAX_LENGTH = 64
+#: favorite-color with --oracle pem: PEM reports one prefix per group and has a group per 8
+#: bits of max_length, and its release threshold grows as sqrt(groups) (docs/heavy-hitters.md,
+#: "What it costs"): 8 bytes make 8 groups at the defaults, and hold every common colour
+#: and their misspellings; the one-user names are drawn among the names that fit.
+PEM_MAX_LENGTH = 8
 SCREENS = (
     "home", "search", "feed", "profile", "settings", "notifications", "messages", "compose",
     "camera", "gallery", "player", "playlist", "library", "downloads", "store", "checkout",
@@ -80,7 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--n", type=int, default=100_000, help="simulated users (default 100000)")
     parser.add_argument(
-        "--oracle", default=None, help="oracle name (default oue; favorite-color: auto)"
+        "--oracle",
+        default=None,
+        help="oracle name (default oue; favorite-color: auto, or pem to discover the answers "
+        "with no dictionary)",
     )
     parser.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     parser.add_argument(
@@ -142,14 +154,21 @@ def misspelled(word: str, rng: np.random.Generator) -> str:
     return word[:at] + word[at + 1] + word[at] + word[at + 2 :]
 
 
-def color_answers(n: int, exponent: float, rng: np.random.Generator) -> list[str]:
+def color_answers(
+    n: int, exponent: float, rng: np.random.Generator, max_length: int | None = None
+) -> list[str]:
     """n users' free-text favourite colours: COMMON_COLORS by Zipf, and RARE_SHARE of rare
-    answers: up to SINGLE_NAMES dictionary names held by exactly one user each, and
-    misspellings of the common colours (many of them unique)."""
+    answers: up to SINGLE_NAMES dictionary names held by exactly one user each (of at most
+    `max_length` UTF-8 bytes, if given), and misspellings of the common colours (many of
+    them unique)."""
     from ldptel.cli.color_names import COLOR_NAMES
 
     rare = round(n * RARE_SHARE)
-    others = [name for name in COLOR_NAMES if name not in COMMON_COLORS]
+    others = [
+        name
+        for name in COLOR_NAMES
+        if name not in COMMON_COLORS and (max_length is None or len(name.encode()) <= max_length)
+    ]
     singles = [str(name) for name in rng.choice(others, min(SINGLE_NAMES, rare // 2), False)]
     typos = [
         misspelled(COMMON_COLORS[i], rng)
@@ -164,32 +183,41 @@ def color_answers(n: int, exponent: float, rng: np.random.Generator) -> list[str
 @dataclass(frozen=True)
 class Scenario:
     """What a demo run simulates: the campaign, each user's true value, the candidates an
-    open-domain report estimates, and the items whose true counts are shown."""
+    open-domain report estimates, and the items whose true counts are shown (None: the
+    strings a "pem" report discovers, known only from the report)."""
 
     campaign: dict[str, Any]
     answers: list[str]
     candidates: Candidates | None
-    labels: list[str]
+    labels: list[str] | None
 
     @property
     def name(self) -> str:
         return str(self.campaign["name"])
 
-    def true_counts(self) -> list[int]:
+    def true_counts(self, document: WindowDocument) -> list[int]:
+        """The true count of each item of the document's reports, by item index."""
         counts = Counter(self.answers)
-        return [counts[label] for label in self.labels]
+        labels = self.labels
+        if labels is None:
+            labels = [item["item"] for item in document["reports"][-1]["items"]]
+        return [counts[label] for label in labels]
 
 
 def scenario(
     args: argparse.Namespace, campaign: dict[str, Any], rng: np.random.Generator, drift: float
 ) -> Scenario:
     """The users of one window: screens by a Zipf law drifting with `drift` in [0, 1]
-    (`drifting_probabilities`), or free-text colours (no drift)."""
+    (`drifting_probabilities`), or free-text colours (no drift), reported against the colour
+    dictionary, or discovered with none (a "pem" campaign)."""
     if args.scenario == "screens":
         names = list(campaign["domain"])
         p = drifting_probabilities(args.domain_size, args.zipf_exponent, drift)
         values = rng.choice(args.domain_size, size=args.n, p=p)
         return Scenario(campaign, [names[v] for v in values], None, names)
+    if campaign["oracle"] == "pem":
+        answers = color_answers(args.n, args.zipf_exponent, rng, PEM_MAX_LENGTH)
+        return Scenario(campaign, answers, None, None)
     from ldptel.aggregator.report import Candidates
     from ldptel.cli.color_names import COLOR_NAMES
 
@@ -293,24 +321,15 @@ def post_reports(
 ) -> int:
     """Simulated users randomize their values and post them in batches from a few threads
     (vectorized: one oracle call per batch; a real app would use the Reporter). Open-domain
-    answers are randomized by their item keys (KeyedOracle.perturb_keys)."""
+    answers are randomized by their item keys (KeyedOracle.perturb_keys), a "pem"
+    campaign's by PrefixExtendingMethod.perturb_values."""
     from ldptel.client.campaign import CampaignConfig
-    from ldptel.client.hashing import item_keys
-    from ldptel.client.oracles.base import KeyedOracle
     from ldptel.client.transport import Transport
 
     campaign = CampaignConfig.from_dict({k: v for k, v in config.items() if k != "config_id"})
-    oracle = campaign.build_oracle()
-    perturb: Callable[[Any, np.random.Generator], Any]
-    if campaign.open_domain:
-        assert isinstance(oracle, KeyedOracle)
-        values: NDArray[Any] = item_keys(campaign.open_value(a) for a in answers)
-        perturb = oracle.perturb_keys
-    else:
-        index = {label: i for i, label in enumerate(campaign.domain)}
-        values = np.array([index[a] for a in answers], dtype=np.int64)
-        perturb = oracle.perturb_batch
-    starts = range(0, len(values), BATCH)
+    oracle = campaign.build_mechanism()
+    perturb = batch_perturber(campaign, oracle, answers)
+    starts = range(0, len(answers), BATCH)
     seeds = np.random.SeedSequence(seed).spawn(len(starts))
     local = threading.local()
 
@@ -319,7 +338,7 @@ def post_reports(
             local.transport = Transport(base_url, token, timeout=30.0)
         # Real clients draw from the OS CSPRNG; the simulation is seeded to be repeatable.
         rng = np.random.default_rng(seed_sequence)
-        batch = perturb(values[start : start + BATCH], rng)
+        batch = perturb(start, rng)
         reports = [json.dumps(r, separators=(",", ":")) for r in oracle.encode(batch)]
         accepted = post_batch(local.transport, config["name"], config["config_id"], reports)
         stage.advance(accepted)
@@ -328,6 +347,28 @@ def post_reports(
     with worker_pool() as pool:
         futures = [pool.submit(send, start, s) for start, s in zip(starts, seeds, strict=True)]
         return sum(future.result() for future in futures)
+
+
+def batch_perturber(
+    campaign: CampaignConfig, oracle: Mechanism, answers: Sequence[str]
+) -> Callable[[int, np.random.Generator], ReportBatch]:
+    """perturb(start, rng): the randomized reports of answers[start : start + BATCH], by the
+    oracle's vectorized code (answers checked and indexed once, here)."""
+    from ldptel.client.discovery import PrefixExtendingMethod
+    from ldptel.client.hashing import item_keys
+    from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle
+
+    if isinstance(oracle, PrefixExtendingMethod):
+        texts = [campaign.open_value(a) for a in answers]
+        return lambda start, rng: oracle.perturb_values(texts[start : start + BATCH], rng)
+    if campaign.open_domain:
+        assert isinstance(oracle, KeyedOracle)
+        keys = item_keys(campaign.open_value(a) for a in answers)
+        return lambda start, rng: oracle.perturb_keys(keys[start : start + BATCH], rng)
+    assert isinstance(oracle, FrequencyOracle)  # a demo campaign is not numeric
+    index = {label: i for i, label in enumerate(campaign.domain)}
+    values = np.array([index[a] for a in answers], dtype=np.int64)
+    return lambda start, rng: oracle.perturb_batch(values[start : start + BATCH], rng)
 
 
 def report_through_sdk(
@@ -375,11 +416,12 @@ def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
 
     campaign: dict[str, Any]
     if args.scenario == "favorite-color":
+        oracle = args.oracle or "auto"
         campaign = {
             "name": COLOR_CAMPAIGN,
-            "oracle": args.oracle or "auto",
+            "oracle": oracle,
             "epsilon": args.epsilon,
-            "max_length": COLOR_MAX_LENGTH,
+            "max_length": PEM_MAX_LENGTH if oracle == "pem" else COLOR_MAX_LENGTH,
             "shards": 2,
         }
     else:
@@ -390,7 +432,7 @@ def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
             "domain": item_names(args.domain_size),
             "shards": 2,
         }
-    CampaignConfig.from_dict(campaign).build_oracle()
+    CampaignConfig.from_dict(campaign).build_mechanism()
     return campaign
 
 
@@ -576,4 +618,4 @@ def fill(
         stage.advance()
     finally:
         stage.close()
-    return Filled(document, users.true_counts())
+    return Filled(document, users.true_counts(document))

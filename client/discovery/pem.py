@@ -67,7 +67,13 @@ SKETCHES: dict[str, type[SketchOracle]] = {
 #: Defaults: 32 candidates kept per step and one byte per step (16 groups for 16-byte
 #: values); a sketch of k = 1024 rows (the fixed hash family's term is then small, see
 #: SketchOracle.family_variance) by m = 256 columns (the collision term (n - n_v)/(m - 1)
-#: adds 1/255 per report to a variance of about 1 at epsilon 2).
+#: adds 1/255 per report to a variance of about 1 at epsilon 2). A campaign's window state
+#: is G (k m + 1) cells of 8 bytes per shard (32 MiB at 16-byte values), linear in k; fewer
+#: rows raise the release threshold (its family offset grows as k shrinks): measured at
+#: n = 10^6 with 10 groups, k = 512 / 256 / 128 raised it by 3% / 9% / 24% at epsilon 2 and
+#: by 13% / 38% / 85% at epsilon 4 (benchmarks/README.md, "Choosing k for a PEM campaign").
+#: No smaller k was free at epsilon 4, so 1024 stays; 256 is the proposal where the state
+#: matters (docs/protocol.md, "pem").
 DEFAULT_TOP_K = 32
 DEFAULT_STEP_BITS = 8
 DEFAULT_ROWS = 1024
@@ -239,10 +245,17 @@ class PrefixExtendingMethod(ReportMechanism):
     # -- client ----------------------------------------------------------------------------
     def perturb(self, value: str, rng: Rng | None = None) -> WireReport:
         """One user's report {"group": g, ...the sketch report}; OS CSPRNG by default."""
-        bits = padded_bits(value, self.max_length)
-        rng = rng or default_rng()
-        group = int(sample_uniform_below(rng, self.groups, 1)[0])
-        return {"group": group, **self.oracle.perturb_string(bits[: self.lengths[group]], rng)}
+        return self.encode(self.perturb_values([value], rng or default_rng()))[0]
+
+    def perturb_values(self, values: Sequence[str], rng: Rng) -> ReportBatch:
+        """Many users' reports at once (simulations, load generators): each user's group,
+        drawn independently of the value, then the group oracle's report of the value's
+        prefix of s_g bits; for one value, the draws of `perturb` in the same order."""
+        bits = [padded_bits(value, self.max_length) for value in values]
+        groups = sample_uniform_below(rng, self.groups, len(bits))
+        lengths = np.asarray(self.lengths)[groups].tolist()
+        prefixes = item_keys(b[:s] for b, s in zip(bits, lengths, strict=True))
+        return {"group": groups.astype(np.uint16), **self.oracle.perturb_keys(prefixes, rng)}
 
     # -- wire and storage --------------------------------------------------------------------
     def encode(self, batch: ReportBatch) -> list[WireReport]:

@@ -402,8 +402,10 @@ class ReportLog(ABC):
     For an estimate that must evaluate every report against every candidate (OLH's
     per-report seeds on an open domain: docs/protocol.md, "olh on open domains")."""
 
-    #: One report in the log: a packed structured dtype (no padding).
-    log_record: np.dtype[Any]
+    @property
+    @abstractmethod
+    def log_record(self) -> np.dtype[Any]:
+        """One report in the log: a packed structured dtype (no padding)."""
 
     @abstractmethod
     def log_bytes(self, batch: ReportBatch) -> bytes:

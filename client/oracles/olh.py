@@ -68,18 +68,10 @@ class OpenDomainOLH(OptimizedLocalHashing, ReportLog):
     Log record: seed as u32 and y as u16 (6 bytes) when g <= 2^16, else y as u32 (8 bytes).
     """
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        domain_size: int,
-        g: int | None = None,
-        labels: Sequence[str] | None = None,
-        p: float | None = None,
-    ) -> None:
-        super().__init__(epsilon=epsilon, domain_size=domain_size, g=g, labels=labels, p=p)
+    @property
+    def log_record(self) -> np.dtype[Any]:
         y_type = "<u2" if self.g <= 2**16 else "<u4"
-        self.log_record = np.dtype([("seed", "<u4"), ("y", y_type)])
+        return np.dtype([("seed", "<u4"), ("y", y_type)])
 
     def log_bytes(self, batch: ReportBatch) -> bytes:
         seeds, ys = np.asarray(batch["seed"]), np.asarray(batch["y"])

@@ -131,7 +131,8 @@ def test_frequent_strings_are_found_and_strings_of_one_user_never_listed(
     oracle = sketch(config)
     z = NormalDist().inv_cdf(1 - 0.05 / 305)
     noise = float(oracle.variance(len(words), np.zeros(1))[0])
-    assert report["significance"]["z"] == pytest.approx(z)
+    # significance.z states the threshold in stderrs of the reports' noise.
+    assert report["significance"]["z"] == pytest.approx(discovery["threshold"] / math.sqrt(noise))
     # The stated threshold: the expected shortfall of a candidate nobody holds, at least
     # that of the reports' noise alone (sigma phi(z) / tail, the normal's), and at k = 256
     # rows little above it: the hash family's collisions add little.

@@ -1,6 +1,7 @@
 """Open-domain campaigns from the command line: `ldptel report --candidates FILE` and
 `ldptel demo --scenario favorite-color`, where free-text answers with a long tail of rare
-and misspelled ones are reported against a public dictionary of colour names."""
+and misspelled ones are reported against a public dictionary of colour names, or (with
+`--oracle pem`) discovered with no dictionary at all."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from ldptel_command import ldptel, one_line_error
 
 from ldptel.aggregator.model import from_json
-from ldptel.cli.demo import color_answers
+from ldptel.cli.demo import COMMON_COLORS, PEM_MAX_LENGTH, color_answers
 from ldptel.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))
@@ -96,3 +97,34 @@ def test_favorite_color_finds_the_common_answers_and_lists_no_rare_one(tmp_path:
     assert all(item["true_count"] == truth[name] for name, item in listed.items())
     assert report["discovery"]["candidates"] == 148
     assert "release threshold" in page.read_text() and "costs no privacy" in page.read_text()
+
+
+def test_favorite_color_with_pem_discovers_the_common_answers_with_no_dictionary(
+    tmp_path: Path,
+) -> None:
+    # n = 100,000 users at epsilon 4: PEM's 8 groups of 12,500 users put the release
+    # threshold near 1,450 users, and the rarest common colour (orange, 3,590 users) about
+    # 5 stderr (about 420) above it; a one-user answer is listed with probability at most
+    # the stated expected false discoveries (0.05). The run is seeded.
+    page = tmp_path / "discovered.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "ldptel.cli", "demo", "--scenario", "favorite-color",
+         "--oracle", "pem", "--epsilon", "4", "--sdk-users", "5", "--json", "--html",
+         str(page)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (report,) = from_json(done.stdout)["reports"]
+    assert report["oracle"] == "pem" and report["n"] == 100_000
+    truth = Counter(color_answers(100_000, 1.1, np.random.default_rng(2024), PEM_MAX_LENGTH))
+    assert sum(1 for count in truth.values() if count == 1) >= 40  # the tail is there
+    listed = {item["item"]: item for item in report["items"]}
+    discovery = report["discovery"]
+    assert discovery["source"] == "pem" and discovery["expected_false_discoveries"] <= 0.05
+
+    assert set(COMMON_COLORS) <= set(listed)  # found with no candidate list
+    assert all(truth[name] > 1 for name in listed)  # no one-user answer
+    for name, item in listed.items():
+        assert item["true_count"] == truth[name]
+        assert item["estimate"] > discovery["threshold"]
+    assert "(pem) discovered" in page.read_text() and "costs no privacy" in page.read_text()

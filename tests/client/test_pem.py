@@ -16,6 +16,7 @@ from ldptel.analysis.heavy_hitters import exact_report_loss
 from ldptel.client.discovery import PrefixExtendingMethod
 from ldptel.client.discovery.pem import padded_bits, possible_prefix, prefix_value
 from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.hashing import item_keys
 from ldptel.client.samplers import sample_uniform_below
 
 
@@ -79,6 +80,28 @@ def test_the_report_is_a_uniform_group_and_the_group_oracles_report_of_the_prefi
     # The OS CSPRNG by default; groups uniform (chi-square, false failure 1e-3).
     groups = np.bincount([pem.perturb("abc")["group"] for _ in range(800)], minlength=4)
     assert stats.chisquare(groups).pvalue > 1e-3
+
+
+def test_many_values_at_once_are_each_a_group_draw_then_the_sketch_report_of_its_prefix() -> None:
+    # perturb_values (demo, load generators): all the groups first, then the group oracle's
+    # vectorized report of every user's prefix; one value draws exactly as perturb does.
+    pem = PrefixExtendingMethod(epsilon=2.0, max_length=4, top_k=4, k=16, m=64)
+    values = ["abc", "", "é", "abcd", "z"] * 40
+    first, second = np.random.default_rng(9), np.random.default_rng(9)
+    batch = pem.perturb_values(values, first)
+    groups = sample_uniform_below(second, pem.groups, len(values))
+    prefixes = [pem.prefix(value, g) for value, g in zip(values, groups.tolist(), strict=True)]
+    sketch = pem.oracle.perturb_keys(item_keys(prefixes), second)
+    assert batch["group"].tolist() == groups.tolist() and set(batch) == {"group", "j", "bits"}
+    for name, column in sketch.items():
+        np.testing.assert_array_equal(batch[name], column)
+    assert (
+        pem.perturb("ab", np.random.default_rng(4))
+        == pem.encode(pem.perturb_values(["ab"], np.random.default_rng(4)))[0]
+    )
+    with pytest.raises(ParameterError) as error:  # every value is checked, as by perturb
+        pem.perturb_values(["ok", "abcde"], np.random.default_rng(1))
+    assert error.value.field == "value"
 
 
 @pytest.mark.parametrize("sketch", ["cms", "hcms"])
