@@ -7,8 +7,8 @@ offset by its collisions with the strings held (client/oracles/sketch.py, "Fixed
 for a random family (hashes as random functions, independent across strings). F is a sum of a
 few scaled binomials dominated by the heaviest strings, far from normal when k/m is small: at
 k = m = 64 a candidate sharing 6 of 64 rows with a string held by 2/3 of the users sits at 5
-family stderrs (P ~ 5e-4, not 3e-7), and a normal threshold listed ~0.4 unheld candidates a
-report where it stated 0.05.
+family stderrs (P ~ 5e-4, not 3e-7), and a normal threshold listed 0.27 unheld candidates a
+report (55 in 200) where it stated 0.05; this one none in 200.
 
 The threshold here (null X = N + F; N ~ Normal(0, the variance at f = 0), the reports' noise
 under the normal approximation every threshold here uses):
