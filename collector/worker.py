@@ -12,10 +12,12 @@ from __future__ import annotations
 import io
 import json
 import logging
+import signal
 import socket
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import gevent
@@ -100,11 +102,19 @@ class CollectorWorker(GeventWorker):  # type: ignore[misc]
     """
 
     def init_process(self) -> None:
+        # Until gunicorn's init_signals (after gevent's patching), a SIGTERM would run the
+        # handler inherited from the arbiter and be lost: the stop would then wait out
+        # graceful_timeout (30 s) and SIGKILL this worker. Remember it instead: with `alive`
+        # false the worker boots, serves nothing and exits.
+        signal.signal(signal.SIGTERM, self.exit_while_booting)
         config: CollectorConfig = self.app.collector_config
         self.body_timeout = config.body_timeout_seconds
         self.max_body_bytes = config.max_body_bytes
         self.waiting: dict[Any, gevent.Timeout] = {}
         super().init_process()
+
+    def exit_while_booting(self, sig: int, frame: FrameType | None) -> None:
+        self.alive = False
 
     @contextmanager
     def timeout_ctx(self) -> Iterator[None]:

@@ -37,9 +37,7 @@ def worker_pids(arbiter: int) -> set[int]:
 
 def app_loaded(pid: int) -> bool:
     """Whether a worker has loaded the app: its prometheus_client files exist (made when the
-    app's metrics module is imported). gunicorn installs a worker's own SIGTERM handler just
-    before it loads the app; a SIGTERM that arrives earlier runs the handler inherited from the
-    arbiter and is lost, and the stop then waits out graceful_timeout (30 s) for that worker."""
+    app's metrics module is imported)."""
     return any(Path(tempfile.gettempdir()).glob(f"ldptel-metrics-*/counter_{pid}.db"))
 
 
@@ -83,3 +81,38 @@ def test_a_worker_leaving_leaves_the_collector_and_its_redis_running(tmp_path: P
     # Both workers stopped on their own (a worker killed at graceful_timeout logs no exit).
     for pid in replaced:
         assert f"Worker exiting (pid: {pid})" in log, log[-2000:]
+
+
+@pytest.mark.slow
+def test_a_sigterm_while_a_worker_boots_stops_it_without_the_graceful_timeout(
+    tmp_path: Path,
+) -> None:
+    # The arbiter is stopped the moment a replacement worker exists, before it has loaded
+    # (and usually before gunicorn installed its own SIGTERM handler): the worker still exits
+    # on its own instead of being killed after graceful_timeout (30 s).
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDPTEL_")}
+    env["LDPTEL_ADMIN_TOKEN"] = "workers-admin-token-123456"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
+         "--workers", "2"],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}", process)
+        wait_for(lambda: len(worker_pids(process.pid)) == 2)
+        before = worker_pids(process.pid)
+        os.kill(min(before), signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not (booting := worker_pids(process.pid) - before):
+            assert time.monotonic() < deadline, "no replacement worker"
+        (booting_pid,) = booting
+        loaded_before_stop = app_loaded(booting_pid)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    log = stderr.decode()
+    assert process.returncode == 0, log[-2000:]
+    assert not loaded_before_stop
+    assert f"Worker exiting (pid: {booting_pid})" in log, log[-2000:]
+    assert f"Worker (pid:{booting_pid}) was sent SIGKILL" not in log, log[-2000:]
