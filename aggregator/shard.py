@@ -204,6 +204,7 @@ class ShardStep:
         self.checkpoint = keys.checkpoint(name, shard)
         self.lease_key = keys.lease(name, shard)
         self.quarantine = keys.quarantine(name, shard)
+        self.pruned = keys.pruned_states(name, shard)
         self._entry_bytes: int | None = None  # largest mean payload per entry seen so far
 
     def read_count(self, max_entries: int) -> int:
@@ -233,7 +234,8 @@ class ShardStep:
                 return StepResult(lost=True)
 
     def _step(self, pipe: Pipeline, lease_token: str, max_entries: int) -> StepResult:
-        pipe.watch(self.checkpoint, self.lease_key)  # type: ignore[no-untyped-call]
+        # The pruned set too: a prune committing during this step makes its EXEC fail.
+        pipe.watch(self.checkpoint, self.lease_key, self.pruned)  # type: ignore[no-untyped-call]
         owner = pipe.get(self.lease_key)
         if owner is None or text(owner) != lease_token:
             pipe.unwatch()
@@ -250,6 +252,7 @@ class ShardStep:
 
         result = StepResult(entries=len(entries), caught_up=len(entries) < count)
         groups, rejected = self._parse(entries)
+        self._drop_pruned(pipe, groups, rejected)
         deltas = self._deltas(pipe, groups, rejected)
         pipe.multi()
         self._queue(pipe, deltas, rejected, dict(entries), result)
@@ -271,6 +274,23 @@ class ShardStep:
                 continue
             groups[parsed.state].append((entry_id, parsed))
         return groups, rejected
+
+    def _drop_pruned(
+        self,
+        pipe: Pipeline,
+        groups: dict[StateKey, list[tuple[bytes, Parsed]]],
+        rejected: dict[bytes, str],
+    ) -> None:
+        """Move the entries of pruned states (aggregator/retention.py) to `rejected`: counted
+        into a new, partial state, they would rebuild and replace that window's report."""
+        states = list(groups)
+        if not states or not pipe.exists(self.pruned):
+            return
+        flags = pipe.smismember(self.pruned, [state.member for state in states])
+        for state, pruned in zip(states, flags, strict=True):
+            if pruned:
+                for entry_id, _ in groups.pop(state):
+                    rejected[entry_id] = "its window's state was pruned (ldptel aggregator prune)"
 
     def _deltas(
         self,

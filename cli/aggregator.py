@@ -1,5 +1,6 @@
 """`ldptel aggregator run`: drain the report streams into window state and rebuild reports,
-once (cron, a Kubernetes CronJob) or every interval until SIGTERM/SIGINT."""
+once (cron, a Kubernetes CronJob) or every interval until SIGTERM/SIGINT. `ldptel aggregator
+prune`: delete the window state of old, reported windows (aggregator/retention.py)."""
 
 from __future__ import annotations
 
@@ -110,6 +111,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     run_parser.add_argument("--quiet", action="store_true", help="log warnings only")
     add_report_arguments(run_parser)
+    prune_parser = sub.add_parser(
+        "prune",
+        help="delete the window state of old, reported windows (their stored reports stay)",
+    )
+    prune_parser.add_argument("campaign", help="campaign name")
+    prune_parser.add_argument(
+        "--before",
+        required=True,
+        metavar="WHEN",
+        help="windows starting before this: unix seconds or an ISO date/time (UTC)",
+    )
+    prune_parser.add_argument(
+        "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
+    )
+    prune_parser.add_argument("--json", action="store_true", help="one JSON object per state")
+    add_redis_argument(prune_parser)
 
 
 @contextmanager
@@ -129,6 +146,8 @@ def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "prune":
+        return run_prune(args)
     from ldptel.aggregator.worker import Worker
     from ldptel.store import logs
 
@@ -178,3 +197,35 @@ def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
         raise CliError(f"health server on {host}:{port}: {error.strerror}") from error
     with server:
         worker.run_forever(every)
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from ldptel.aggregator.retention import prune
+    from ldptel.store.registry import Registry
+    from ldptel.store.reports import iso, parse_window
+
+    before = parse_window(args.before)
+    client = redis_client(args.redis_url)
+    registry = Registry(client)
+    if registry.current_config(args.campaign) is None:
+        raise ParameterError("campaign", f"unknown campaign {args.campaign!r}")
+    outcomes = prune(client, registry, args.campaign, before, time.time(), args.dry_run)
+    for outcome in outcomes:
+        state = outcome.state
+        if args.json:
+            print(json.dumps({
+                "shard": outcome.shard, "window": iso(state.window), "window_unix": state.window,
+                "config_id": state.config_id, "level": state.level,
+                "deleted": outcome.deleted, "reason": outcome.reason,
+            }))  # fmt: skip
+        else:
+            level = f" level {state.level}" if state.level else ""
+            print(f"{iso(state.window)} shard {outcome.shard}{level}: {outcome.reason}")
+    if not args.json:
+        deleted = sum(outcome.deleted for outcome in outcomes)
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb} {deleted} of {len(outcomes)} window states before {iso(before)}")
+    return 0

@@ -62,6 +62,12 @@ def state_index(name: str, shard: int) -> str:
     return f"{PREFIX}:{{{name}:{shard}}}:states"
 
 
+def pruned_states(name: str, shard: int) -> str:
+    """Set: state members whose window state was deleted (ldptel aggregator prune); a later
+    entry of such a state is quarantined, never counted into a new, partial state."""
+    return f"{PREFIX}:{{{name}:{shard}}}:pruned"
+
+
 def pending_reports(name: str, shard: int) -> str:
     """Hash: state member -> version, bumped with every applied delta; a member leaves only
     once a report built after that version is stored (so a crash never skips a report)."""

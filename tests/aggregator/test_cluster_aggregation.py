@@ -272,3 +272,26 @@ def test_an_olh_report_log_on_the_cluster_equals_a_single_servers(
         assert cluster_client.get(key) == redis_client.get(key)
     assert reports[0] == reports[1]
     assert [item["item"] for item in reports[0][0]["items"]] == ["tea", "mate"]
+
+
+def test_prune_on_the_cluster_deletes_each_shards_state_and_keeps_the_report(
+    cluster_client: Any,
+) -> None:
+    # Six shards' states on three nodes; the report document lives in another slot.
+    from ldptel.aggregator.retention import prune
+
+    config = populate(cluster_client)
+    Worker(cluster_client).run_pass()
+    report = cluster_client.get(keys.report("screens", WINDOW))
+    registry = Registry(cluster_client)
+
+    found = prune(cluster_client, registry, "screens", WINDOW + 1, WINDOW + 3 * 86_400)
+
+    assert [(o.shard, o.deleted, o.reason) for o in found] == [
+        (shard, True, "deleted") for shard in range(SHARDS)
+    ]
+    assert states(cluster_client, config) == {}
+    assert cluster_client.get(keys.report("screens", WINDOW)) == report
+    simulate(cluster_client, config, np.zeros(600, dtype=np.int64), window=WINDOW, seed=12)
+    late = Worker(cluster_client).run_pass()
+    assert (late.reports, late.quarantined) == (0, 6)
