@@ -59,6 +59,15 @@ def prune(
     return outcomes
 
 
+def window_pruned(client: RedisClient, registry: Registry, name: str, window: int) -> bool:
+    """Whether a state of this window was pruned (its report can only be read as stored)."""
+    for shard in range(registry.shard_count(name)):
+        members = client.smembers(keys.pruned_states(name, shard))
+        if any(StateKey.from_member(member).window == window for member in members):
+            return True
+    return False
+
+
 def _prune_state(
     client: RedisClient,
     registry: Registry,

@@ -18,7 +18,9 @@ from ldptel.client.campaign import check_candidates
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:
+    from ldptel.aggregator.model import WindowDocument
     from ldptel.aggregator.report import Candidates
+    from ldptel.store.connection import RedisClient
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from ldptel.aggregator.html import render_html
     from ldptel.aggregator.model import to_json
     from ldptel.aggregator.report import build_window, list_windows
+    from ldptel.aggregator.retention import window_pruned
     from ldptel.aggregator.table import format_window
     from ldptel.store.registry import Registry
     from ldptel.store.reports import iso, parse_window
@@ -133,7 +136,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.candidates_from is not None:
         candidates = discovered_candidates(args.candidates_from)
     options = report_options(args)
-    document = build_window(client, registry, args.campaign, window, options, None, candidates)
+    if window_pruned(client, registry, args.campaign, window):
+        document = pruned_window(client, args.campaign, window, candidates is not None)
+    else:
+        document = build_window(client, registry, args.campaign, window, options, None, candidates)
     if args.json:
         print(to_json(document, indent=2))
     elif args.html:
@@ -147,3 +153,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_window(document))
     return 0
+
+
+def pruned_window(
+    client: RedisClient, name: str, window: int, with_candidates: bool
+) -> WindowDocument:
+    """The stored report of a window whose state was pruned (it cannot be built again)."""
+    from ldptel.aggregator.report import load_window
+
+    pruned = "its state was pruned (ldptel aggregator prune)"
+    if with_candidates:
+        reason = f"window {window}: {pruned}; it cannot be reported against new candidates"
+        raise ParameterError("candidates", reason)
+    document = load_window(client, name, window)
+    if document is None:
+        raise ParameterError("window", f"{window}: {pruned} and no report of it is stored")
+    return document

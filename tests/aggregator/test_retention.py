@@ -135,3 +135,18 @@ def test_the_command_prints_one_json_object_per_state(
         "deleted 0 of 0 window states before 2023-11-16T00:00:00Z"
     )
     assert main(["aggregator", "prune", "nope", "--before", "1", "--redis-url", redis_url]) == 2
+
+
+def test_a_pruned_window_is_reported_as_stored(
+    redis_client: Any, redis_url: str, config: Any, capsys: Any, tmp_path: Any
+) -> None:
+    stored = json.loads(redis_client.get(keys.report("screens", OLD)))
+    assert outcomes(redis_client)[OLD] == "deleted"
+    report = ["report", "screens", "--window", str(OLD), "--redis-url", redis_url]
+
+    assert main([*report, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == stored
+    names = tmp_path / "names.txt"
+    names.write_text("item1\n", encoding="utf-8")
+    assert main([*report, "--candidates", str(names)]) == 2
+    assert "candidates" in capsys.readouterr().err
