@@ -48,17 +48,22 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
+def serve_two_workers(directory: Path, port: int) -> subprocess.Popen[bytes]:
+    """`ldptel collector serve` with two workers in `directory` (its stderr piped: the log)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDPTEL_")}
+    env["LDPTEL_ADMIN_TOKEN"] = "workers-admin-token-123456"
+    return subprocess.Popen(
+        [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
+         "--workers", "2"],
+        cwd=directory, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
 @pytest.mark.slow
 def test_a_worker_leaving_leaves_the_collector_and_its_redis_running(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDPTEL_")}
-    env["LDPTEL_ADMIN_TOKEN"] = "workers-admin-token-123456"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-         "--workers", "2"],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    process = serve_two_workers(tmp_path, port)
     try:
         wait_until_up(url, process)
         wait_for(lambda: len(worker_pids(process.pid)) == 2)
@@ -91,13 +96,7 @@ def test_a_sigterm_while_a_worker_boots_stops_it_without_the_graceful_timeout(
     # (and usually before gunicorn installed its own SIGTERM handler): the worker still exits
     # on its own instead of being killed after graceful_timeout (30 s).
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDPTEL_")}
-    env["LDPTEL_ADMIN_TOKEN"] = "workers-admin-token-123456"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-         "--workers", "2"],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    process = serve_two_workers(tmp_path, port)
     try:
         wait_until_up(f"http://127.0.0.1:{port}", process)
         wait_for(lambda: len(worker_pids(process.pid)) == 2)
