@@ -37,7 +37,7 @@ from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.state import LogView, StateKey, list_states, read_log, read_state
 from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
-from ldptel.client.discovery.threshold import largest_count_bound, release_threshold
+from ldptel.client.discovery.threshold import candidates_threshold
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.ledger import guarantee
@@ -555,9 +555,7 @@ def open_domain_statistics(
         f = np.zeros(estimate.size) if frequencies is None else frequencies
         return oracle.variance(n, f) + family
 
-    z = significance_z(estimate.size, options.false_flags)
-    largest = largest_count_bound(oracle, n, float(estimate.max()), z)
-    nobody = release_threshold(oracle, n, largest, options.false_flags / estimate.size)
+    nobody = candidates_threshold(oracle, n, estimate, options.false_flags / estimate.size)
     stats = estimate_statistics(estimate, variance_of, n, options, null_threshold=nobody)
     stats["consistent"] = consistent(OPEN_CONSISTENCY, estimate, n, stats["threshold"])
     return stats, nobody

@@ -284,7 +284,7 @@ class ShardStep:
         """Move the entries of pruned states (aggregator/retention.py) to `rejected`: counted
         into a new, partial state, they would rebuild and replace that window's report."""
         states = list(groups)
-        if not states or not pipe.exists(self.pruned):
+        if not states:
             return
         flags = pipe.smismember(self.pruned, [state.member for state in states])
         for state, pruned in zip(states, flags, strict=True):

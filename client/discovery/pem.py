@@ -36,13 +36,12 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.discovery.threshold import largest_count_bound, release_threshold
+from ldptel.client.discovery.threshold import candidates_threshold
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles.base import (
@@ -357,11 +356,7 @@ class PrefixExtendingMethod(ReportMechanism):
         # P(listed | nobody holds it) <= tail = false_discoveries / C (at most 1/2), whatever
         # the held strings' counts below the largest (client/discovery/threshold.py).
         tail = min(0.5, false_discoveries / max(1, len(candidates)))
-        top = float(estimate.max()) if estimate.size else 0.0
-        z = NormalDist().inv_cdf(1.0 - tail)
-        cut = release_threshold(
-            self.oracle, size, largest_count_bound(self.oracle, size, top, z), tail
-        )
+        cut = candidates_threshold(self.oracle, size, estimate, tail)
         chosen = [
             (text, float(e))
             for label, e in zip(candidates, estimate.tolist(), strict=True)

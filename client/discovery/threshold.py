@@ -28,6 +28,7 @@ The distribution of F_worst is put on a grid rounded up (stochastically larger, 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,6 +48,16 @@ def largest_count_bound(oracle: SketchOracle, n: int, largest_estimate: float, z
     f = min(1.0, max(0.0, largest_estimate / max(n, 1)))
     noise = float(oracle.variance(n, np.array([f]))[0])
     return min(float(n), largest_estimate + z * math.sqrt(noise) + n / (oracle.m - 1))
+
+
+def candidates_threshold(
+    oracle: SketchOracle, n: int, estimate: NDArray[np.float64], tail: float
+) -> float:
+    """`release_threshold` at `tail` for candidates with these estimates, the largest taken
+    as the most-held string's (`largest_count_bound` at the test's own z)."""
+    z = NormalDist().inv_cdf(1.0 - tail)
+    top = float(estimate.max()) if estimate.size else 0.0
+    return release_threshold(oracle, n, largest_count_bound(oracle, n, top, z), tail)
 
 
 def release_threshold(oracle: SketchOracle, n: int, largest: float, tail: float) -> float:
