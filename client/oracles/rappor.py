@@ -47,6 +47,7 @@ from ldptel.client.oracles.unary import (
     unpack_bits,
 )
 from ldptel.client.randomness import Rng, SecureRandom, default_rng
+from ldptel.client.samplers import sample_bernoulli, uniform_bytes
 
 #: The PRR coin of bit i is a 32-bit uniform u_i; u_i < t gives 1, t <= u_i < 2t gives 0, and
 #: otherwise the Bloom bit is kept, with t = round(f * 2^31): so f is used as 2t / 2^32 exactly.
@@ -257,9 +258,13 @@ class Rappor(FrequencyOracle):
 
     # -- client --------------------------------------------------------------------------------
     def irr(self, prr: NDArray[Any], rng: Rng) -> NDArray[np.uint8]:
-        """Instantaneous randomized response of (n, k) PRR bits: 1 w.p. q if set, else p."""
-        u = rng.random(prr.shape)
-        return np.where(prr.astype(bool), u < self.q, u < self.p).astype(np.uint8)
+        """Instantaneous randomized response of (n, k) PRR bits: 1 w.p. q if set, else p,
+        each an exact Bernoulli draw of the float's value (no float is sampled)."""
+        set_bits = prr.astype(bool)
+        out = np.empty(prr.shape, dtype=np.uint8)
+        out[set_bits] = sample_bernoulli(rng, self.q, int(set_bits.sum()))
+        out[~set_bits] = sample_bernoulli(rng, self.p, int(set_bits.size - set_bits.sum()))
+        return out
 
     def perturb_cohorts(
         self, values: NDArray[np.integer[Any]], cohorts: NDArray[np.integer[Any]], rng: Rng
@@ -269,9 +274,10 @@ class Rappor(FrequencyOracle):
         bloom = self.bloom_bits(
             np.asarray(cohorts, dtype=np.int64), np.asarray(values, dtype=np.int64)
         )
-        u = rng.random(bloom.shape)
-        half = self.f / 2
-        prr = np.where(u < half, 1, np.where(u < self.f, 0, bloom))
+        # The PRR coins of RapporClient.prr, drawn fresh: uniform 32-bit words against t, 2t.
+        coins = uniform_bytes(rng, 4 * bloom.size).view("<u4").reshape(bloom.shape)
+        t = self.prr_threshold
+        prr = np.where(coins < t, 1, np.where(coins < 2 * t, 0, bloom))
         cohort_column = np.asarray(cohorts, dtype=np.uint32)
         return {"cohort": cohort_column, "bits": pack_bits(self.irr(prr, rng))}
 
