@@ -22,7 +22,6 @@ import hmac
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from ldptel.client.oracles.base import (
     check_labels,
     decode_int_field,
 )
+from ldptel.client.oracles.rappor_decode import RapporFit, design_variance, fit_candidates
 from ldptel.client.oracles.unary import (
     decode_bit_vectors,
     encode_bit_vectors,
@@ -100,32 +100,6 @@ def permanent_epsilon(h: int, f: float) -> float:
     """eps_inf = 2h ln((1 - f/2) / (f/2)): the bound for any number of reports of one value
     (Erlingsson et al. 2014, Sec. 3.2), since they all share one PRR."""
     return math.inf if f <= 0 else 2 * h * math.log((1 - f / 2) / (f / 2))
-
-
-@dataclass(frozen=True)
-class RapporFit:
-    """The decoded counts of the candidates, and how sure the fit is of each.
-
-    `least_squares`: every candidate was identifiable and fitted by ordinary least squares
-    (unbiased, may be negative; its stderr is the repetition standard deviation within a few
-    percent). Otherwise (`lasso`, or a design that cannot separate the candidates) the fit is
-    non-negative (NNLS): 0 for candidates it did not select, biased towards 0 near it, and its
-    stderr, conditional on the selection, is not calibrated.
-    `estimate` is the fitted count, `stderr` its standard error (NaN if not selected),
-    `pvalue` the one-sided p-value of "count > 0" (1 if not selected), `significant` whether
-    it passes the Bonferroni-corrected level. Candidates that are not significant keep their
-    fitted estimate: they are reported as not significant, not as zero.
-    """
-
-    estimate: NDArray[np.float64]
-    stderr: NDArray[np.float64]
-    pvalue: NDArray[np.float64]
-    significant: NDArray[np.bool_]
-    selected: NDArray[np.bool_]
-    n: int
-    alpha: float
-    lasso: bool
-    least_squares: bool
 
 
 class Rappor(FrequencyOracle):
@@ -345,8 +319,6 @@ class Rappor(FrequencyOracle):
         """Decode the candidates' counts (see RapporFit), testing each at level alpha / d.
         `lasso` (select candidates first) defaults to True when there are more candidates
         than a quarter of the (cohort, bit) cells."""
-        from ldptel.client.oracles.rappor_decode import fit_candidates
-
         key = (np.asarray(support, dtype=np.int64).tobytes(), alpha, lasso)
         last = self._last_fit
         if last is not None and last[0] == key:
@@ -374,8 +346,6 @@ class Rappor(FrequencyOracle):
     ) -> NDArray[np.float64]:
         """Approximate variance of the unconstrained least-squares fit on all candidates,
         with n/m reports per cohort; infinite when the design cannot separate them."""
-        from ldptel.client.oracles.rappor_decode import design_variance
-
         return design_variance(self, n, frequencies)
 
     # -- privacy audit -------------------------------------------------------------------------
