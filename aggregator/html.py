@@ -19,7 +19,7 @@ from ldptel.aggregator.model import (
     Report,
     WindowDocument,
 )
-from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
 from ldptel.aggregator.table import discovery_sentence, value_text
 
 #: Items drawn in the chart (the largest estimates); the table always lists every item.

@@ -143,7 +143,7 @@ class Item(_Item, total=False):
 
 class Discovery(TypedDict):
     """An open-domain report: which candidates were estimated, and the release threshold
-    that decides which are listed (aggregator/report.py, open_domain_report)."""
+    that decides which are listed (aggregator/reports/open_domain.py)."""
 
     #: The campaign's longest value, in UTF-8 bytes.
     max_length: int

@@ -6,7 +6,7 @@ import textwrap
 from collections.abc import Sequence
 
 from ldptel.aggregator.model import Bucket, LevelRow, Numeric, Report, WindowDocument
-from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
 
 #: Rows of a distribution's histogram in a table (adjacent buckets merged to fit).
 TABLE_BUCKETS = 16

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.report import ReportOptions, build_window, store_window
+from ldptel.aggregator.reports import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.state import StateKey, pending_states, reported
 from ldptel.store import keys

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import redis
 
-from ldptel.aggregator.report import build_window
+from ldptel.aggregator.reports import build_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.store import keys

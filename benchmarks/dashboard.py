@@ -24,7 +24,8 @@ import time
 import numpy as np
 import redis
 
-from ldptel.aggregator.report import ReportOptions, build_report, store_window
+from ldptel.aggregator.reports import ReportOptions, store_window
+from ldptel.aggregator.reports.categorical import build_report
 from ldptel.aggregator.state import StateKey
 from ldptel.client.campaign import DAY, CampaignConfig
 from ldptel.dashboard import create_app

@@ -38,7 +38,7 @@ from aggregate import register
 from numpy.typing import NDArray
 from report import update_readme
 
-from ldptel.aggregator.report import Candidates, build_window
+from ldptel.aggregator.reports import Candidates, build_window
 from ldptel.aggregator.state import StateKey
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
@@ -145,8 +145,8 @@ def candidate_estimates(
     client: redis.Redis, config: CampaignConfig, candidates: tuple[str, ...]
 ) -> NDArray[np.float64]:
     """Every candidate's estimate (listed or not), by the report's own statistics."""
-    from ldptel.aggregator.report import (
-        ReportOptions,
+    from ldptel.aggregator.reports import ReportOptions
+    from ldptel.aggregator.reports.statistics import (
         log_candidate_support,
         log_statistics,
         open_domain_statistics,

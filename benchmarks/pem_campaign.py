@@ -61,7 +61,7 @@ import redis
 from aggregate import redis_cpu_seconds, register
 from heavy_hitters import MAX_LENGTH, SEED, TOP_K, ZIPF_EXPONENT, users, vocabulary
 
-from ldptel.aggregator.report import Candidates, build_window
+from ldptel.aggregator.reports import Candidates, build_window
 from ldptel.aggregator.shard import Parsed, group_support
 from ldptel.aggregator.state import StateKey
 from ldptel.aggregator.worker import Worker

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.aggregator.report import ReportOptions, fit_statistics
+from ldptel.aggregator.reports import ReportOptions
+from ldptel.aggregator.reports.statistics import fit_statistics
 from ldptel.client.oracles.rappor import Rappor
 
 HERE = Path(__file__).resolve().parent
@@ -62,7 +63,7 @@ def measure(setting: tuple[int, int, int, int, float, int], reps: int) -> dict[s
     values = population(d, n, rng)
     truth = np.bincount(values, minlength=d).astype(np.float64)
     started = time.perf_counter()
-    # What the report states (aggregator/report.py: the fit's estimate and stderr, the
+    # What the report states (aggregator/reports/statistics.py: the fit's estimate and stderr, the
     # design stderr for a candidate the LASSO path leaves at 0).
     columns = [
         fit_statistics(oracle, oracle.support(oracle.perturb_batch(values, rng)), n, OPTIONS)

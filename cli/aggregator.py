@@ -17,7 +17,7 @@ from ldptel.cli.redis_option import add_redis_argument, redis_client
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
-    from ldptel.aggregator.report import ReportOptions
+    from ldptel.aggregator.reports import ReportOptions
     from ldptel.aggregator.worker import Worker
 
 __all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
@@ -58,7 +58,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def report_options(args: argparse.Namespace) -> ReportOptions:
-    from ldptel.aggregator.report import ReportOptions
+    from ldptel.aggregator.reports import ReportOptions
 
     return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
 

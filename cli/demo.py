@@ -41,7 +41,7 @@ from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
     from ldptel.aggregator.model import WindowDocument
-    from ldptel.aggregator.report import Candidates
+    from ldptel.aggregator.reports import Candidates
     from ldptel.client.campaign import CampaignConfig, Mechanism
     from ldptel.client.oracles import ReportBatch
     from ldptel.client.transport import Transport
@@ -218,7 +218,7 @@ def scenario(
     if campaign["oracle"] == "pem":
         answers = color_answers(args.n, args.zipf_exponent, rng, PEM_MAX_LENGTH)
         return Scenario(campaign, answers, None, None)
-    from ldptel.aggregator.report import Candidates
+    from ldptel.aggregator.reports import Candidates
     from ldptel.cli.color_names import COLOR_NAMES
 
     answers = color_answers(args.n, args.zipf_exponent, rng)
@@ -554,7 +554,7 @@ def fill(
 
     import redis
 
-    from ldptel.aggregator.report import build_window, list_windows
+    from ldptel.aggregator.reports import build_window, list_windows
     from ldptel.aggregator.worker import Worker
     from ldptel.client.campaign import CampaignConfig
     from ldptel.collector import create_app

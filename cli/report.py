@@ -19,7 +19,7 @@ from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:
     from ldptel.aggregator.model import WindowDocument
-    from ldptel.aggregator.report import Candidates
+    from ldptel.aggregator.reports import Candidates
     from ldptel.store.connection import RedisClient
 
 
@@ -77,7 +77,7 @@ def read_text(path: str, field: str) -> str:
 
 def read_candidates(path: str) -> Candidates:
     """The candidates in a file of one string per line (blank lines skipped)."""
-    from ldptel.aggregator.report import Candidates
+    from ldptel.aggregator.reports import Candidates
 
     lines = read_text(path, "candidates").splitlines()
     values = check_candidates(line for line in lines if line.strip())
@@ -87,7 +87,7 @@ def read_candidates(path: str) -> Candidates:
 def discovered_candidates(path: str) -> Candidates:
     """The strings an open-domain report document (`ldptel report --json`) lists."""
     from ldptel.aggregator.model import DocumentError, from_json
-    from ldptel.aggregator.report import Candidates
+    from ldptel.aggregator.reports import Candidates
 
     text = read_text(path, "candidates_from")
     try:
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from ldptel.aggregator.csv_export import render_csv
     from ldptel.aggregator.html import render_html
     from ldptel.aggregator.model import to_json
-    from ldptel.aggregator.report import build_window, list_windows
+    from ldptel.aggregator.reports import build_window, list_windows
     from ldptel.aggregator.retention import window_pruned
     from ldptel.aggregator.table import format_window
     from ldptel.store.registry import Registry
@@ -159,7 +159,7 @@ def pruned_window(
     client: RedisClient, name: str, window: int, with_candidates: bool
 ) -> WindowDocument:
     """The stored report of a window whose state was pruned (it cannot be built again)."""
-    from ldptel.aggregator.report import load_window
+    from ldptel.aggregator.reports import load_window
 
     pruned = "its state was pruned (ldptel aggregator prune)"
     if with_candidates:

@@ -6,7 +6,7 @@ draws fresh randomness, client/ledger.py), so Var(e2 - e1) = Var(e2) + Var(e1) g
 users' values. The flag is a two-sided test of "no change" at level false_flags / d per item
 (Bonferroni over the d items compared), so that at most `false_flags` items are expected to
 be flagged over the whole domain when nothing changed: the per-window rule of
-aggregator/report.py (significance_z) applied to both tails, i.e. at 2d one-sided tests.
+aggregator/reports/statistics.py (significance_z) applied to both tails, i.e. at 2d one-sided tests.
 Under exact memoization a user's reports repeat across windows, the variances do not add and
 nothing is flagged.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.aggregator.report import significance_z
+from ldptel.aggregator.reports import significance_z
 from ldptel.client.campaign import MEMO_NONE
 from ldptel.dashboard.series import Numbers
 

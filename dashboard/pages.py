@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from ldptel.aggregator.html import chart_svg, numeric_html, style, summary_html
 from ldptel.aggregator.model import Report
-from ldptel.aggregator.report import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
 from ldptel.aggregator.table import discovery_sentence
 from ldptel.dashboard.change import Change
 from ldptel.dashboard.charts import TrendPoint, figure, trend_svg

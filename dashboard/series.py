@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.aggregator.model import Item, Report, WindowDocument, from_json
-from ldptel.aggregator.report import OK, ReportOptions, privacy_sentences
+from ldptel.aggregator.reports import OK, ReportOptions, privacy_sentences
 from ldptel.dashboard.charts import TrendPoint
 from ldptel.store import reports
 from ldptel.store.connection import REDIS_ERRORS, RedisClient
@@ -51,7 +51,7 @@ class Numbers:
     ci_low: NDArray[np.float64]
     ci_high: NDArray[np.float64]
     consistent: NDArray[np.float64]
-    #: The report's privacy statement in words (aggregator/report.py, privacy_sentences).
+    #: The report's privacy statement in words (aggregator/reports/privacy.py, privacy_sentences).
     privacy: tuple[str, ...]
     #: Label -> position (one dict per domain, shared by the windows of a config).
     positions: dict[str, int]

@@ -14,7 +14,7 @@ from typing import Any
 
 import requests
 
-from ldptel.aggregator.report import build_window, store_window
+from ldptel.aggregator.reports import build_window, store_window
 from ldptel.cli import demo
 from ldptel.client.campaign import DAY
 from ldptel.collector import create_app as create_collector

@@ -114,10 +114,10 @@ def test_the_rule_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     # The check itself can fail: the old cycle (aggregator <- collector) is caught, also
     # inside a function, and so is a server package imported by the client.
     module = tmp_path / "reports_api.py"
-    module.write_text("def f():\n    from ldptel.aggregator.report import parse_window\n")
+    module.write_text("def f():\n    from ldptel.aggregator.reports import parse_window\n")
     assert violations("collector", module) == [
-        "ldptel.aggregator.report",
-        "ldptel.aggregator.report.parse_window",
+        "ldptel.aggregator.reports",
+        "ldptel.aggregator.reports.parse_window",
     ]
     module.write_text("import redis\nfrom ldptel.store import keys\n")
     assert violations("client", module) == ["ldptel.store", "ldptel.store.keys", "redis"]

@@ -13,7 +13,7 @@ from stream_entries import append, make_config, register, simulate
 
 from ldptel.aggregator import shard as shard_module
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.report import build_window, load_window
+from ldptel.aggregator.reports import build_window, load_window
 from ldptel.aggregator.shard import ShardStep
 from ldptel.aggregator.state import StateKey, list_states, read_state
 from ldptel.aggregator.worker import Worker
@@ -242,7 +242,7 @@ def test_an_olh_report_log_on_the_cluster_equals_a_single_servers(
 ) -> None:
     # An open-domain OLH campaign (window state: a report log per shard, APPENDed in the
     # step's transaction) over three shards: the same logs and the same window report.
-    from ldptel.aggregator.report import Candidates
+    from ldptel.aggregator.reports import Candidates
     from ldptel.client.campaign import CampaignConfig
     from ldptel.client.hashing import item_keys
     from ldptel.client.oracles.olh import OpenDomainOLH

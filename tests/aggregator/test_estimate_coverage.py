@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from stream_entries import append, make_config, register
 
-from ldptel.aggregator.report import ReportOptions, build_window, item_statistics, significance_z
+from ldptel.aggregator.reports import ReportOptions, build_window, significance_z
+from ldptel.aggregator.reports.statistics import item_statistics
 from ldptel.aggregator.worker import Worker
 from ldptel.client.oracles import ORACLES
 from ldptel.store.registry import Registry

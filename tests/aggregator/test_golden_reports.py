@@ -19,7 +19,7 @@ import pytest
 from stream_entries import append, register, simulate
 
 from ldptel.aggregator.model import to_json
-from ldptel.aggregator.report import Candidates, build_window
+from ldptel.aggregator.reports import Candidates, build_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.discovery.pem import PrefixExtendingMethod

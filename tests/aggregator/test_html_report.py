@@ -14,7 +14,7 @@ from chromium import CHROMIUM, launch
 from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.html import axis_title, nice_step, render_html
-from ldptel.aggregator.report import ReportOptions, build_window
+from ldptel.aggregator.reports import ReportOptions, build_window
 from ldptel.aggregator.worker import Worker
 from ldptel.store.registry import Registry
 

@@ -16,7 +16,7 @@ from stream_entries import make_config, register
 
 from ldptel.aggregator.csv_export import render_csv
 from ldptel.aggregator.html import render_html
-from ldptel.aggregator.report import (
+from ldptel.aggregator.reports import (
     NOT_ENOUGH,
     build_window,
     load_window,

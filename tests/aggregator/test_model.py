@@ -16,7 +16,7 @@ from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.html import render_html
 from ldptel.aggregator.model import DocumentError, WindowDocument, from_json, to_json
-from ldptel.aggregator.report import build_window, load_window, store_window
+from ldptel.aggregator.reports import build_window, load_window, store_window
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.cli.demo import serve

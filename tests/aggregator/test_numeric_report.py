@@ -18,7 +18,7 @@ from stream_entries import append, make_config, register, simulate
 from ldptel.aggregator.csv_export import NUMERIC_CSV_COLUMNS, render_csv
 from ldptel.aggregator.html import render_html
 from ldptel.aggregator.model import from_json, to_json
-from ldptel.aggregator.report import NOT_ENOUGH, build_window
+from ldptel.aggregator.reports import NOT_ENOUGH, build_window
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.store.registry import Registry

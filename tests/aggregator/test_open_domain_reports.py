@@ -17,14 +17,9 @@ from stream_entries import append, register
 
 from ldptel.aggregator import shard as shard_module
 from ldptel.aggregator.html import render_html
-from ldptel.aggregator.report import (
-    POST_PROCESSING,
-    Candidates,
-    ReportOptions,
-    build_window,
-    open_domain_statistics,
-    significance_z,
-)
+from ldptel.aggregator.reports import Candidates, ReportOptions, build_window, significance_z
+from ldptel.aggregator.reports.open_domain import POST_PROCESSING
+from ldptel.aggregator.reports.statistics import open_domain_statistics
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig

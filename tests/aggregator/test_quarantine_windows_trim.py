@@ -9,7 +9,7 @@ import numpy as np
 from stream_entries import append, dump_states, make_config, register
 
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.report import list_windows
+from ldptel.aggregator.reports import list_windows
 from ldptel.aggregator.shard import ShardStep
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker, trim_threshold

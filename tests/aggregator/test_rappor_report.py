@@ -13,13 +13,8 @@ from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.html import render_html
 from ldptel.aggregator.model import from_json
-from ldptel.aggregator.report import (
-    DECODER_FIT,
-    UNCALIBRATED,
-    ReportOptions,
-    build_window,
-    significance_z,
-)
+from ldptel.aggregator.reports import ReportOptions, build_window, significance_z
+from ldptel.aggregator.reports.categorical import DECODER_FIT, UNCALIBRATED
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker

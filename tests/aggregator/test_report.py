@@ -13,7 +13,7 @@ from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.consistency import consistent, norm_mul, norm_sub
 from ldptel.aggregator.privacy import default_delta, shuffle_amplification
-from ldptel.aggregator.report import (
+from ldptel.aggregator.reports import (
     NOT_ENOUGH,
     ReportOptions,
     build_window,

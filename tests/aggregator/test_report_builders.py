@@ -10,7 +10,7 @@ import numpy as np
 from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator import worker as worker_module
-from ldptel.aggregator.report import load_window
+from ldptel.aggregator.reports import load_window
 from ldptel.aggregator.worker import Worker
 
 WINDOW = 1_700_006_400

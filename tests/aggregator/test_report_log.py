@@ -15,18 +15,12 @@ import pytest
 from scipy.stats import binom
 from stream_entries import append, register
 
-from ldptel.aggregator import report as report_module
 from ldptel.aggregator import shard as shard_module
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.report import (
-    LOG_DISCOVERY_RULE,
-    POST_PROCESSING,
-    Candidates,
-    ReportOptions,
-    build_window,
-    log_candidate_support,
-    log_statistics,
-)
+from ldptel.aggregator.reports import Candidates, ReportOptions, build_window
+from ldptel.aggregator.reports import statistics as report_module
+from ldptel.aggregator.reports.open_domain import LOG_DISCOVERY_RULE, POST_PROCESSING
+from ldptel.aggregator.reports.statistics import log_candidate_support, log_statistics
 from ldptel.aggregator.shard import ShardStep
 from ldptel.aggregator.state import StateKey, list_states, read_log
 from ldptel.aggregator.worker import Worker

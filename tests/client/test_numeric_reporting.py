@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from live_collector import LiveCollector, stored_reports
 
-from ldptel.aggregator.report import build_window
+from ldptel.aggregator.reports import build_window
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client import ReportStatus, ledger, memo

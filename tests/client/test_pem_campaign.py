@@ -12,7 +12,7 @@ import pytest
 from live_collector import stored_reports
 
 from ldptel.aggregator.html import render_html
-from ldptel.aggregator.report import Candidates, ReportOptions, build_window, list_windows
+from ldptel.aggregator.reports import Candidates, ReportOptions, build_window, list_windows
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from live_collector import canonical, sent_reports
 
-from ldptel.aggregator.report import load_window
+from ldptel.aggregator.reports import load_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client import ReportStatus, ledger, memo
 from ldptel.client.campaign import CampaignConfig

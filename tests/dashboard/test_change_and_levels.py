@@ -9,7 +9,8 @@ import numpy as np
 import requests
 from scipy.stats import chi2, poisson
 
-from ldptel.aggregator.report import OK, ReportOptions, item_statistics
+from ldptel.aggregator.reports import OK, ReportOptions
+from ldptel.aggregator.reports.statistics import item_statistics
 from ldptel.aggregator.worker import Worker
 from ldptel.cli.demo import serve
 from ldptel.client.campaign import CampaignConfig
@@ -124,7 +125,7 @@ def test_levels_show_combined_and_each_level_across_windows(redis_client: Any) -
 
 
 def json_report(client: Any, window: int, level: str) -> Any:
-    from ldptel.aggregator.report import load_window
+    from ldptel.aggregator.reports import load_window
 
     document = load_window(client, "leveled", window)
     assert document is not None

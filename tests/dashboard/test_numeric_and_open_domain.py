@@ -13,7 +13,7 @@ import pytest
 import requests
 from chromium import launch
 
-from ldptel.aggregator.report import (
+from ldptel.aggregator.reports import (
     Candidates,
     build_window,
     load_window,

@@ -15,7 +15,7 @@ import pytest
 import requests
 from dashboard_site import ANALYST_TOKEN, WINDOWS, Site
 
-from ldptel.aggregator.report import significance_z
+from ldptel.aggregator.reports import significance_z
 from ldptel.cli.demo import item_names, serve
 from ldptel.dashboard import create_app
 
