@@ -141,10 +141,7 @@ class Item(_Item, total=False):
     true_count: int
 
 
-class Discovery(TypedDict):
-    """An open-domain report: which candidates were estimated, and the release threshold
-    that decides which are listed (aggregator/reports/open_domain.py)."""
-
+class _Discovery(TypedDict):
     #: The campaign's longest value, in UTF-8 bytes.
     max_length: int
     #: Distinct candidate strings estimated, where they came from, and how many are listed.
@@ -156,6 +153,15 @@ class Discovery(TypedDict):
     expected_false_discoveries: float
     #: That thresholding is post-processing and costs no privacy, in words.
     statement: str
+
+
+class Discovery(_Discovery, total=False):
+    """An open-domain report: which candidates were estimated, and the release threshold
+    that decides which are listed (aggregator/reports/open_domain.py)."""
+
+    #: Candidates given but not estimated: longer than max_length UTF-8 bytes, so no client
+    #: can send them (counting them would only raise the threshold).
+    too_long: int
 
 
 class MeanEstimate(TypedDict):

@@ -154,15 +154,22 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
 def discovery_sentence(report: Report) -> str:
     """What an open-domain report lists and its release threshold, in one sentence."""
     discovery = report["discovery"]
+    dropped = discovery.get("too_long", 0)
+    dropped_text = (
+        f" {dropped:,} given candidates longer than max_length {discovery['max_length']} bytes "
+        "were dropped: no client can send them."
+        if dropped
+        else ""
+    )
     if not discovery["candidates"]:
-        return report["message"]
+        return report["message"] + dropped_text
     return (
         f"{discovery['discovered']} of {discovery['candidates']:,} candidates "
         f"({discovery['source']}) discovered: estimate above the release threshold "
         f"{discovery['threshold']:,.0f} ({report['significance']['z']:.2f} times the stderr of "
         "the reports' noise for a candidate nobody holds); expected false discoveries "
         f"over the candidates <= {discovery['expected_false_discoveries']:g}. Candidates below "
-        "it are not listed."
+        "it are not listed." + dropped_text
     )
 
 

@@ -66,8 +66,11 @@ def open_domain_report(
     threshold (and only those), with the threshold and the expected false discoveries;
     `statistics` estimates candidates from the state (a sketch's support vector,
     `open_domain_statistics`, or a report log, `log_statistics`)."""
-    count = len(candidates.values)
     report, discovery = open_head(config, oracle, state, n, options, built_at)
+    values = sendable(config, candidates.values)
+    if len(values) < len(candidates.values):
+        discovery["too_long"] = len(candidates.values) - len(values)
+    count = len(values)
     report["significance"]["z"] = significance_z(max(count, 1), options.false_flags)
     discovery["candidates"], discovery["source"] = count, candidates.source
     if mark_not_enough(report):
@@ -78,15 +81,22 @@ def open_domain_report(
             "(ldptel report --candidates FILE)"
         )
         return report
-    stats, discovery["threshold"] = statistics(candidates.values)
+    stats, discovery["threshold"] = statistics(values)
     report["significance"]["z"] = discovery["threshold"] / noise_stderr(oracle, n)
     if isinstance(oracle, OpenDomainOLH):
         report["significance"]["rule"] = LOG_DISCOVERY_RULE
         report["significance"]["method"] = LOG_EXACT_BINOMIAL
-    items = items_of(candidates.values, stats)
+    items = items_of(values, stats)
     report["items"] = [item for item in items if item["significant"]]
     discovery["discovered"] = len(report["items"])
     return report
+
+
+def sendable(config: CampaignConfig, values: Sequence[str]) -> tuple[str, ...]:
+    """The candidates a client can send: at most max_length UTF-8 bytes (CampaignConfig
+    .open_value refuses longer values on the device)."""
+    limit = config.max_length or 0
+    return tuple(value for value in values if len(value.encode()) <= limit)
 
 
 def open_head(

@@ -21,6 +21,7 @@ from ldptel.aggregator.reports import Candidates, ReportOptions, build_window, s
 from ldptel.aggregator.reports.open_domain import POST_PROCESSING
 from ldptel.aggregator.reports.statistics import open_domain_statistics
 from ldptel.aggregator.state import StateKey, read_state
+from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.discovery.threshold import largest_count_bound
@@ -222,3 +223,29 @@ def test_chromium_shows_the_discovered_candidates_and_the_release_threshold(
             assert "2 of 4 candidates" in page.locator(".summary").inner_text()
         finally:
             browser.close()
+
+
+def test_candidates_no_client_can_send_are_dropped_and_said_so(redis_client: Any) -> None:
+    config = open_config(k=64, m=256)  # max_length 32 bytes
+    register(redis_client, config)
+    post(redis_client, config, ["tea"] * 300 + ["coffee"] * 200, seed=5)
+    Worker(redis_client).run_pass()
+    sendable = ("tea", "coffee", "cocoa")
+    too_long = "x" * 33, "é" * 17  # 33 and 34 UTF-8 bytes
+
+    def report_for(values: tuple[str, ...]) -> Any:
+        document = build_window(
+            redis_client, Registry(redis_client), "answers", WINDOW, None, None,
+            Candidates(values, "test list"),
+        )  # fmt: skip
+        return document, document["reports"][0]
+
+    document, report = report_for((*sendable, *too_long))
+    _, reference = report_for(sendable)
+    assert report["discovery"]["too_long"] == 2
+    assert report["discovery"]["candidates"] == 3
+    assert report["discovery"]["threshold"] == reference["discovery"]["threshold"]
+    assert report["items"] == reference["items"]
+    text = " ".join(format_window(document).split())  # the table wraps its sentences
+    assert "2 given candidates longer than max_length 32 bytes were dropped" in text
+    assert "too_long" not in reference["discovery"]
