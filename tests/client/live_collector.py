@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import io
 import json
+import select
 import socket
 import threading
 import time
@@ -40,15 +41,30 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+#: Injected answers with the collector's JSON error body: status -> reason phrase.
+INJECTED = {
+    "400": "Bad Request",
+    "401": "Unauthorized",
+    "403": "Forbidden",
+    "413": "Content Too Large",
+    "429": "Too Many Requests",
+    "503": "Service Unavailable",
+}
+
+
 @dataclass
 class Faults:
     """WSGI middleware: records requests; `plan` holds the fate of the next POST /v1/reports
-    ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page,
-    "401", "413"), and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
+    ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page, one
+    of INJECTED's statuses with the collector's JSON error, "307"/"308" = a redirect to
+    `location`, "404html" = a web server's HTML 404), `always` the fate of every one while it
+    is set, and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
     campaigns in `unavailable` are always answered 503."""
 
     app: Any
     plan: list[str] = field(default_factory=list)
+    always: str = ""
+    location: str = ""
     config_plan: list[str] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     retry_after: str = "0"
@@ -72,27 +88,29 @@ class Faults:
             elif method == "GET" and path.startswith("/v1/campaigns/"):
                 plan = self.config_plan
             action = plan.pop(0) if plan else ""
-            if path == "/v1/reports" and self._campaign(body) in self.unavailable:
-                action = "503"
+            if path == "/v1/reports":
+                action = action or self.always
+                if self._campaign(body) in self.unavailable:
+                    action = "503"
         if action == "lose":
             for _ in self.app(environ, lambda *a, **k: None):
                 pass
             action = "503"
-        if action in ("503", "429", "401", "413"):
-            reason = {
-                "503": "Service Unavailable",
-                "429": "Too Many",
-                "401": "Unauthorized",
-                "413": "Content Too Large",
-            }
+        if action in INJECTED:
             start_response(
-                f"{action} {reason[action]}",
+                f"{action} {INJECTED[action]}",
                 [("Content-Type", "application/json"), ("Retry-After", self.retry_after)],
             )
             return [b'{"error": {"field": "test", "reason": "injected"}}']
+        if action in ("307", "308"):
+            start_response(f"{action} Redirect", [("Location", self.location)])
+            return [b""]
         if action in ("html", "garbage"):
             start_response("200 OK", [("Content-Type", "text/html")])
             return [b"<html>Welcome to the hotel wifi</html>"]
+        if action == "404html":
+            start_response("404 Not Found", [("Content-Type", "text/html")])
+            return [b"<html><h1>404 Not Found</h1>nginx</html>"]
         return self.app(environ, start_response)  # type: ignore[no-any-return]
 
     @staticmethod
@@ -202,3 +220,52 @@ class SilentServer:
         self.listener.close()
         for conn in self._open:
             conn.close()
+
+
+class TrickleServer:
+    """Answers every request slowly: `head_at_once` bytes of a 200 config answer at once, then
+    the rest one byte every `interval` seconds (a collector, or a proxy, that trickles).
+    `closed` holds, per connection, how long after its request head the client closed it."""
+
+    ANSWER = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+        + b"{%s}" % (b" " * 4094)
+    )
+
+    def __init__(self, head_at_once: int = 0, interval: float = 1.0) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.head_at_once = head_at_once
+        self.interval = interval
+        self.requests = 0
+        self.closed: list[float] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            self.requests += 1
+            started = time.monotonic()
+            conn.sendall(self.ANSWER[: self.head_at_once])
+            for i in range(self.head_at_once, len(self.ANSWER)):
+                readable, _, _ = select.select([conn], [], [], self.interval)
+                if readable and not conn.recv(65536):  # the client gave up: closed
+                    self.closed.append(time.monotonic() - started)
+                    return
+                conn.sendall(self.ANSWER[i : i + 1])
+
+    def close(self) -> None:
+        self.listener.close()

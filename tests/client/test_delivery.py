@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from live_collector import LiveCollector, canonical, sent_reports, stored_reports
 
-from ldptel.client import ReportStatus
+from ldptel.client import ReportsRefusedError, ReportStatus
 
 VALUES = ["red", "green", "blue", "cyan", "pink"]
 
@@ -84,10 +84,13 @@ def test_retry_after_is_honoured(collector, redis_client, open_reporter):
     assert second - first >= 0.95
 
 
-def test_a_4xx_is_final_and_kept_as_dead_letters(collector, redis_client, open_reporter, caplog):
+def test_a_4xx_of_the_collector_is_final_and_kept_as_dead_letters(
+    collector, redis_client, open_reporter, caplog
+):
     config = collector.campaign(reports_per_window=1000)
-    collector.faults.plan = ["401"]
-    reporter = open_reporter(batch_size=4)
+    collector.faults.plan = ["400"]  # the collector's own refusal (its JSON error)
+    errors: list[Exception] = []
+    reporter = open_reporter(batch_size=4, on_error=errors.append)
     with caplog.at_level(logging.WARNING, logger="ldptel.client"):
         report_many(reporter, 4)
         assert reporter.flush(timeout=20)
@@ -98,6 +101,9 @@ def test_a_4xx_is_final_and_kept_as_dead_letters(collector, redis_client, open_r
     assert any("refused 4 reports" in r.getMessage() for r in caplog.records)
     assert len(collector.faults.posted()) == 2  # no retry of the refused batch
     assert len(stored_reports(redis_client, config)) == 4
+    (error,) = errors  # the app hears of it, from the sender's thread
+    assert isinstance(error, ReportsRefusedError) and error.status == 400
+    assert "refused reports of campaign 'colors' for good" in error.reason
 
 
 def test_a_new_config_dead_letters_old_reports_and_switches(collector, redis_client, open_reporter):
