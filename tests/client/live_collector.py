@@ -56,7 +56,7 @@ INJECTED = {
 class Faults:
     """WSGI middleware: records requests; `plan` holds the fate of the next POST /v1/reports
     ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page, one
-    of INJECTED's statuses with the collector's JSON error, "307"/"308" = a redirect to
+    of INJECTED's statuses with the collector's JSON error, "301" to "308" = a redirect to
     `location`, "404html" = a web server's HTML 404), `always` the fate of every one while it
     is set, and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
     campaigns in `unavailable` are always answered 503."""
@@ -102,7 +102,7 @@ class Faults:
                 [("Content-Type", "application/json"), ("Retry-After", self.retry_after)],
             )
             return [b'{"error": {"field": "test", "reason": "injected"}}']
-        if action in ("307", "308"):
+        if action in ("301", "302", "303", "307", "308"):
             start_response(f"{action} Redirect", [("Location", self.location)])
             return [b""]
         if action in ("html", "garbage"):
