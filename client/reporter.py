@@ -80,7 +80,8 @@ STATE_RETRY_SECONDS = 30.0
 #: week of reports offline (docs/client.md, "What the app sees").
 AUTH_WAIT = 7 * 86400.0
 
-#: on_error's type: called with the error of every report() that was not spooled for one.
+#: on_error's type: called with the error of every report() that was not spooled for one,
+#: and (from the sender's thread) with delivery errors (errors.DeliveryError).
 ErrorCallback = Callable[[LdptelError], None]
 
 
@@ -214,7 +215,8 @@ class Reporter:
     first); timeout (HTTP, seconds); backoff_base/backoff_cap (seconds) for retries;
     config_refresh (seconds between config revalidations); strict: report() raises its
     errors (for tests) instead of returning a status; enabled=False: report nothing, touch
-    neither disk nor network; on_error: called with each error report() returns a status for;
+    neither disk nor network; on_error: called with each error report() returns a status for,
+    and from the sender's thread with each new DeliveryError;
     exit_timeout: seconds to deliver the spool at exit (0: none); auth_wait: seconds reports
     refused with a 401/403 wait for a fixed token before they are dead-lettered (default a
     week); campaigns: names to fetch in
