@@ -239,14 +239,8 @@ class _WatchedHTTPConnection(HTTPConnection):
         super().request(*args, **kwargs)
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        _watch(self)
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _watch(self)
-        super().request(*args, **kwargs)
+class _WatchedHTTPSConnection(_WatchedHTTPConnection, HTTPSConnection):
+    """The same over TLS (the MRO puts HTTPSConnection's connect under the watch)."""
 
 
 class _WatchedHTTPPool(urllib3.HTTPConnectionPool):

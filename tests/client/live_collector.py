@@ -207,6 +207,10 @@ class SilentServer:
         lines = data.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
         fields = (line.partition(":") for line in lines[1:])
         self.heads.append({name.strip().lower(): value.strip() for name, _, value in fields})
+        self.answer(conn)
+
+    def answer(self, conn: socket.socket) -> None:
+        """What is sent once a request's head is read: nothing (the connection stays open)."""
 
     def wait_for_request(self, count: int = 1, timeout: float = 30.0) -> dict[str, str]:
         """The head of the count-th request, once it has been read."""
@@ -222,7 +226,7 @@ class SilentServer:
             conn.close()
 
 
-class TrickleServer:
+class TrickleServer(SilentServer):
     """Answers every request slowly: `head_at_once` bytes of a 200 config answer at once, then
     the rest one byte every `interval` seconds (a collector, or a proxy, that trickles).
     `closed` holds, per connection, how long after its request head the client closed it."""
@@ -233,32 +237,14 @@ class TrickleServer:
     )
 
     def __init__(self, head_at_once: int = 0, interval: float = 1.0) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.head_at_once = head_at_once
         self.interval = interval
-        self.requests = 0
         self.closed: list[float] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:  # closed
-                return
-            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
-
-    def _trickle(self, conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            self.requests += 1
-            started = time.monotonic()
+    def answer(self, conn: socket.socket) -> None:
+        started = time.monotonic()
+        with contextlib.suppress(OSError):
             conn.sendall(self.ANSWER[: self.head_at_once])
             for i in range(self.head_at_once, len(self.ANSWER)):
                 readable, _, _ = select.select([conn], [], [], self.interval)
@@ -266,6 +252,3 @@ class TrickleServer:
                     self.closed.append(time.monotonic() - started)
                     return
                 conn.sendall(self.ANSWER[i : i + 1])
-
-    def close(self) -> None:
-        self.listener.close()
