@@ -216,12 +216,12 @@ class Reporter:
     config_refresh (seconds between config revalidations); strict: report() raises its
     errors (for tests) instead of returning a status; enabled=False: report nothing, touch
     neither disk nor network; on_error: called with each error report() returns a status for,
-    and from the sender's thread with each new DeliveryError;
-    exit_timeout: seconds to deliver the spool at exit (0: none); auth_wait: seconds reports
-    refused with a 401/403 wait for a fixed token before they are dead-lettered (default a
-    week); campaigns: names to fetch in
-    the background at start; level: the user's privacy level, used for campaigns that declare
-    levels (report(level=...) overrides it per call; campaigns without levels ignore it).
+    and from the sender's thread with each new DeliveryError; exit_timeout: seconds to
+    deliver the spool at exit (0: none); auth_wait: seconds reports refused with a 401/403
+    wait for a fixed token before they are dead-lettered (default a week); campaigns: names
+    to fetch in the background at start; level: the user's privacy level, used for
+    campaigns that declare levels (report(level=...) overrides it per call; campaigns
+    without levels ignore it).
     Bad settings raise ParameterError here; nothing else does (unless strict).
     """
 

@@ -358,21 +358,8 @@ class Sender:
         error = f"HTTP {outcome.status}: {outcome.reason}"
         verdict: Verdict | Literal["lost"] = outcome.verdict
         problem = outcome.problem
-        if verdict == "token":  # a fixed token could deliver it: wait for one, bounded
-            since = spool.refused_since(conn, batch, now)
-            wait = self.settings.auth_wait
-            if since is None:
-                verdict = "lost"
-            elif now - since < wait:
-                verdict = "retry"
-            else:
-                verdict = "reject"
-                problem = TokenRefusedError(
-                    "token",
-                    f"{outcome.reason}; reports of campaign {batch.campaign!r} were "
-                    f"dead-lettered after waiting auth_wait = {wait:g} s for a fixed token",
-                    outcome.status,
-                )
+        if verdict == "token":
+            verdict, problem = self._token_refused(conn, batch, outcome, now)
         held = False
         if verdict == "retry":
             # One backoff for the whole sender, not per batch: a collector that is down gets
@@ -417,6 +404,24 @@ class Sender:
             LOG.info("ldptel: the claim on a batch expired; another sender has it now")
             return None
         return problem
+
+    def _token_refused(
+        self, conn: sqlite3.Connection, batch: spool.Batch, outcome: Outcome, now: float
+    ) -> tuple[Verdict | Literal["lost"], DeliveryError | None]:
+        """A fixed token could deliver the batch: retry it until auth_wait has passed since
+        its first refusal, then dead-letter it ("lost": its claim was lost meanwhile)."""
+        since = spool.refused_since(conn, batch, now)
+        wait = self.settings.auth_wait
+        if since is None:
+            return "lost", None
+        if now - since < wait:
+            return "retry", outcome.problem
+        return "reject", TokenRefusedError(
+            "token",
+            f"{outcome.reason}; reports of campaign {batch.campaign!r} were dead-lettered "
+            f"after waiting auth_wait = {wait:g} s for a fixed token",
+            outcome.status,
+        )
 
     def _tell(self, problem: DeliveryError | None) -> None:
         """Pass a delivery error to on_error (and log it), once until it changes or a batch
