@@ -370,7 +370,7 @@ class Transport:
         if isinstance(response, DeliveryError):
             return ConfigAnswer(response.status, reason=response.reason, problem=response)
         if response.status_code != 200:
-            problem = _problem(response)
+            problem = None if response.status_code == 304 else _problem(response)
             reason = problem.reason if problem is not None else _reason(response)
             return ConfigAnswer(response.status_code, reason=reason, problem=problem)
         try:
@@ -408,7 +408,7 @@ class Transport:
                     "collector_url", f"{said} without a Location", status
                 )
             target = urljoin(url, location)
-            if origin(target) != home:
+            if home is None or origin(target) != home:
                 return RedirectNotFollowedError(
                     "collector_url",
                     f"{said} to another origin ({_where(target)}): not followed, so the token "

@@ -57,9 +57,9 @@ class Faults:
     """WSGI middleware: records requests; `plan` holds the fate of the next POST /v1/reports
     ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page, one
     of INJECTED's statuses with the collector's JSON error, "301" to "308" = a redirect to
-    `location`, "404html" = a web server's HTML 404), `always` the fate of every one while it
-    is set, and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
-    campaigns in `unavailable` are always answered 503."""
+    `location`, "404html" (any status) = a web server's HTML page), `always` the fate of
+    every one while it is set, and `config_plan` the same for GET /v1/campaigns/...
+    ("garbage"); POSTs for the campaigns in `unavailable` are always answered 503."""
 
     app: Any
     plan: list[str] = field(default_factory=list)
@@ -108,9 +108,9 @@ class Faults:
         if action in ("html", "garbage"):
             start_response("200 OK", [("Content-Type", "text/html")])
             return [b"<html>Welcome to the hotel wifi</html>"]
-        if action == "404html":
-            start_response("404 Not Found", [("Content-Type", "text/html")])
-            return [b"<html><h1>404 Not Found</h1>nginx</html>"]
+        if action[:3].isdigit() and action[3:] == "html":  # "404html": a web server's page
+            start_response(f"{action[:3]} Not Ours", [("Content-Type", "text/html")])
+            return [b"<html><h1>%s</h1>nginx</html>" % action[:3].encode()]
         return self.app(environ, start_response)  # type: ignore[no-any-return]
 
     @staticmethod

@@ -148,6 +148,23 @@ def test_an_answer_that_is_not_the_collectors_keeps_the_batch(collector, token):
     assert post(Transport(collector.url, token, timeout=5.0)).verdict == "reject"
 
 
+def test_a_revalidated_config_is_not_a_problem(collector, token):
+    config = collector.campaign()
+    answer = Transport(collector.url, token, timeout=5.0).fetch_config("colors", config.config_id)
+    assert answer.status == 304 and answer.problem is None
+
+
+def test_a_non_collector_answer_to_a_post_is_never_final(collector, token):
+    for status in (
+        "300html",
+        "404html",
+        "405html",
+    ):  # a 3xx that is no redirect, a web server's 404
+        collector.faults.plan = [status]
+        outcome = post(Transport(collector.url, token, timeout=5.0))
+        assert outcome.verdict == "retry" and isinstance(outcome.problem, CollectorUrlError)
+
+
 def test_origins():
     assert origin("http://Example.COM/x") == ("http", "example.com", 80)
     assert origin("https://example.com:443/") == origin("https://example.com")
