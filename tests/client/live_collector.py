@@ -9,6 +9,7 @@ import io
 import json
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -178,11 +179,14 @@ def canonical(reports: Iterable[dict[str, Any]]) -> list[str]:
 
 class SilentServer:
     """Accepts connections and reads each request's head, never answers: a collector that
-    hangs. `heads` holds the headers of every request it read (lower-case names)."""
+    hangs. `heads` holds the headers of every request it read (lower-case names). With
+    `tls`, it speaks HTTPS."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.tls = tls
         self.heads: list[dict[str, str]] = []
         self._open: list[socket.socket] = []
         threading.Thread(target=self._serve, daemon=True).start()
@@ -199,6 +203,8 @@ class SilentServer:
     def _read_head(self, conn: socket.socket) -> None:
         data = b""
         with contextlib.suppress(OSError):
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
             while b"\r\n\r\n" not in data:
                 chunk = conn.recv(65536)
                 if not chunk:
@@ -236,11 +242,13 @@ class TrickleServer(SilentServer):
         + b"{%s}" % (b" " * 4094)
     )
 
-    def __init__(self, head_at_once: int = 0, interval: float = 1.0) -> None:
+    def __init__(
+        self, head_at_once: int = 0, interval: float = 1.0, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.head_at_once = head_at_once
         self.interval = interval
         self.closed: list[float] = []
-        super().__init__()
+        super().__init__(tls)
 
     def answer(self, conn: socket.socket) -> None:
         started = time.monotonic()

@@ -6,7 +6,10 @@ told apart from the collector's own refusals."""
 
 from __future__ import annotations
 
+import ssl
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from live_collector import SilentServer, TrickleServer
@@ -23,11 +26,32 @@ def post(transport: Transport, config_id: str = "0123456789abcdef") -> object:
     return transport.post_batch("colors", config_id, "key-1", [REPORT])
 
 
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
+    """A server context with a self-signed certificate for 127.0.0.1, and that certificate
+    (made by the openssl command line)."""
+    directory = tmp_path_factory.mktemp("tls")
+    key, cert = directory / "key.pem", directory / "cert.pem"
+    command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+    command += f" -addext subjectAltName=IP:127.0.0.1 -keyout {key} -out {cert}"
+    subprocess.run(command.split(), check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context, cert
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
 @pytest.mark.parametrize("head_at_once", [0, len(TrickleServer.ANSWER) - 4096])
 @pytest.mark.parametrize("call", ["config", "post"])
-def test_a_trickling_answer_is_cut_at_the_total_deadline(head_at_once, call):
+def test_a_trickling_answer_is_cut_at_the_total_deadline(
+    scheme, head_at_once, call, tls, monkeypatch
+):
+    context, cert = tls
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))  # requests trusts it (trust_env)
     # A byte every 0.5 s: a read timeout of 1 s (per read) would never trip.
-    server = TrickleServer(head_at_once=head_at_once, interval=0.5)
+    server = TrickleServer(
+        head_at_once=head_at_once, interval=0.5, tls=context if scheme == "https" else None
+    )
     try:
         transport = Transport(server.url, "t", timeout=1.0)
         started = time.monotonic()
@@ -86,13 +110,20 @@ def test_a_redirect_to_another_origin_is_not_followed(where, status, collector, 
             "https": f"https://127.0.0.1:{collector.port}/v1/reports",
         }.get(where, where.format(port=collector.port))
         collector.faults.plan = [status]
-        outcome = post(Transport(collector.url, token, timeout=5.0))
+        collector.faults.config_plan = [status]
+        transport = Transport(collector.url, token, timeout=5.0)
+        outcome = post(transport)
         assert outcome.verdict == "retry"  # the batch is kept
-        problem = outcome.problem
-        assert isinstance(problem, RedirectNotFollowedError) and problem.field == "collector_url"
-        assert f"HTTP {status} to another origin" in problem.reason
-        assert token not in str(problem)
-        assert len(collector.faults.posted()) == 1
+        answer = transport.fetch_config("colors", None)
+        for problem in (outcome.problem, answer.problem):
+            assert isinstance(problem, RedirectNotFollowedError)
+            assert problem.field == "collector_url" and problem.status == int(status)
+            assert f"HTTP {status} to another origin" in problem.reason
+            assert token not in str(problem)
+        assert [(s.method, s.path) for s in collector.faults.seen[-2:]] == [
+            ("POST", "/v1/reports"),
+            ("GET", "/v1/campaigns/colors"),
+        ]  # one request each: not followed
         assert thief.heads == []  # nothing, and no token, went there
     finally:
         thief.close()
