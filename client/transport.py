@@ -443,7 +443,7 @@ class Transport:
         call = _Call()
         current = _CALL.set(call)
         timer = threading.Timer(left, call.expire)
-        timer.daemon = True
+        timer.name, timer.daemon = "ldptel-deadline", True
         timer.start()
         try:
             return self.session.request(

@@ -40,7 +40,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]
     return context, cert
 
 
-@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("scheme", ["http", "https", "http proxy"])
 @pytest.mark.parametrize("head_at_once", [0, len(TrickleServer.ANSWER) - 4096])
 @pytest.mark.parametrize("call", ["config", "post"])
 def test_a_trickling_answer_is_cut_at_the_total_deadline(
@@ -52,8 +52,14 @@ def test_a_trickling_answer_is_cut_at_the_total_deadline(
     server = TrickleServer(
         head_at_once=head_at_once, interval=0.5, tls=context if scheme == "https" else None
     )
+    url = server.url
+    if scheme == "http proxy":  # the trickling server is the app's HTTP proxy
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", server.url)
+        url = "http://collector.invalid"
     try:
-        transport = Transport(server.url, "t", timeout=1.0)
+        transport = Transport(url, "t", timeout=1.0)
         started = time.monotonic()
         if call == "config":
             answer = transport.fetch_config("colors", None)
