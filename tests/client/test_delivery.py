@@ -251,7 +251,7 @@ def test_a_refused_token_reaches_on_error_and_the_reports_wait_for_a_fixed_one(
     assert wrong not in str(error) and wrong not in caplog.text  # the token is never printed
     assert stats["dead_lettered"] == 0 and stats["awaiting_token"] == 5
     until = stats["awaiting_token_until"]
-    assert until is not None and started <= until <= time.time() + AUTH_WAIT
+    assert until is not None and started <= until - AUTH_WAIT <= time.time()  # first refusal
     # A Reporter with the fixed token, on the same state: the reports go, once.
     fixed = open_reporter()
     assert fixed.flush(timeout=20)
@@ -274,8 +274,8 @@ def test_reports_refused_for_the_token_beyond_auth_wait_are_dead_lettered(collec
     waiting, dead = errors
     assert isinstance(waiting, TokenRefusedError) and isinstance(dead, TokenRefusedError)
     assert "dead-lettered after waiting auth_wait = 0.3 s" in dead.reason
-    posted = collector.faults.posted()
-    assert posted[-1].at - posted[0].at >= 0.3  # they waited auth_wait, retried meanwhile
+    posted = collector.faults.posted()  # they waited auth_wait (less two answers' latency)
+    assert len(posted) >= 2 and posted[-1].at - posted[0].at >= 0.25
 
 
 @pytest.mark.parametrize("fault", ["401", "307"])
