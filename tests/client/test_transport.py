@@ -1,8 +1,9 @@
-"""The SDK's HTTP calls, against a real collector and small servers on 127.0.0.1 that
-misbehave: every call ends by its total deadline however slowly the answer trickles in; a
-redirect is followed only within the collector's origin (the token goes nowhere else) and
-only if it keeps a POST a POST; a refused token and an answer that is not the collector's are
-told apart from the collector's own refusals."""
+"""The SDK's HTTP calls (client/transport.py, client/deadline.py), against a real collector
+and small servers on 127.0.0.1 that misbehave: every call ends by its total deadline however
+slowly the answer trickles in (over HTTP, HTTPS and through an HTTP proxy); a redirect is
+followed only within the collector's origin (the token goes nowhere else) and only if it
+keeps a POST a POST; a refused token and an answer that is not the collector's are told
+apart from the collector's own refusals."""
 
 from __future__ import annotations
 
