@@ -12,10 +12,8 @@ campaign), as the collector's API does, never an HTML error page.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import hmac
-import io
 import json
 import math
 import threading
@@ -28,6 +26,7 @@ from flask import Flask, Response, redirect, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
+from ldptel.aggregator.csv_export import write_csv
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.dashboard import pages
@@ -373,12 +372,8 @@ def download(
         return Response(body, mimetype="application/json", headers=disposition)
     if kind != "csv":
         raise ParameterError("format", "must be .csv or .json")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    if rows:
-        writer.writerow(rows[0].keys())
-        writer.writerows(["" if v is None else v for v in row.values()] for row in rows)
-    return Response(out.getvalue(), mimetype="text/csv", headers=disposition)
+    text = write_csv(list(rows[0]), [list(row.values()) for row in rows]) if rows else ""
+    return Response(text, mimetype="text/csv", headers=disposition)
 
 
 def error_response(status: int, field: str, reason: str) -> Response:
