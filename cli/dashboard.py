@@ -2,7 +2,8 @@
 
 Read-only. It serves on loopback by default; on any other address it needs the analyst token
 ($LDPTEL_ANALYST_TOKEN, the one the collector's report API takes), which every request must
-then carry (a browser signs in once at /login).
+then carry (a browser signs in once at /login). Served by gunicorn on the collector's gevent
+worker, with the collector's timeouts.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import ipaddress
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
 from ldptel.client.errors import ParameterError
@@ -25,6 +26,11 @@ TOKEN_VARIABLE = "LDPTEL_ANALYST_TOKEN"
 SESSION_VARIABLE = "LDPTEL_DASHBOARD_SESSION_SECONDS"
 ATTEMPTS_VARIABLE = "LDPTEL_DASHBOARD_LOGIN_ATTEMPTS"
 PROXIES_VARIABLE = "LDPTEL_DASHBOARD_TRUSTED_PROXIES"
+WORKERS_VARIABLE = "LDPTEL_DASHBOARD_WORKERS"
+CONNECTIONS_VARIABLE = "LDPTEL_DASHBOARD_CONNECTIONS"
+#: The only body the dashboard reads is the login form.
+MAX_BODY_BYTES = 16 * 1024
+BODY_TIMEOUT_SECONDS = 10.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=os.environ.get(PORT_VARIABLE, "8090"),  # a string: argparse checks it
         help=f"port (default ${PORT_VARIABLE}, else 8090; 0 = a free one)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.environ.get(WORKERS_VARIABLE, "2"),
+        help=f"worker processes (default ${WORKERS_VARIABLE}, else 2)",
+    )
+    parser.add_argument(
+        "--connections",
+        type=int,
+        default=os.environ.get(CONNECTIONS_VARIABLE, "1000"),
+        help="open connections per worker, idle ones included; an idle one is closed after "
+        f"5 s (default ${CONNECTIONS_VARIABLE}, else 1000)",
     )
     parser.add_argument(
         "--session-seconds",
@@ -88,23 +107,36 @@ def access_settings(args: argparse.Namespace) -> AccessSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    from werkzeug.serving import make_server
-
-    from ldptel.cli.demo import sigterm_as_interrupt
+    """Serve under gunicorn on the collector's gevent worker (collector/serve.py): the same
+    timeouts, an idle connection costs a greenlet, errors are JSON (414 and 431 too)."""
+    from ldptel.collector.serve import GeventApplication, ServeOptions, run_application
+    from ldptel.collector.worker import BodyLimits
     from ldptel.dashboard import create_app
 
     token = os.environ.get(TOKEN_VARIABLE) or None
     if token is None and not is_loopback(args.host):
         raise ParameterError("host", f"beyond loopback only with {TOKEN_VARIABLE} set")
     access = access_settings(args)
-    app = create_app(redis_client(args.redis_url), analyst_token=token, warm=True, access=access)
-    server = make_server(args.host, args.port, app, threaded=True)
-    print(f"dashboard on http://{args.host}:{server.server_port}/", file=sys.stderr, flush=True)
-    try:
-        with sigterm_as_interrupt():
-            server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    if args.workers < 1 or args.connections < 1:
+        raise ParameterError("workers" if args.workers < 1 else "connections", "must be >= 1")
+    redis_client(args.redis_url).ping()  # a wrong URL is an error here, not in each worker
+
+    def load() -> object:  # in each worker, after the fork: its own pool and warm thread
+        client = redis_client(args.redis_url)
+        return create_app(client, analyst_token=token, warm=True, access=access)
+
+    options = ServeOptions(args.host, args.port, args.workers, args.connections)
+    # gunicorn believes X-Forwarded-Proto from the same proxies only (its default: loopback).
+    proxies = ",".join(sorted(access.trusted_proxies))
+    settings = {"when_ready": announce, "forwarded_allow_ips": proxies}
+    limits = BodyLimits(BODY_TIMEOUT_SECONDS, MAX_BODY_BYTES)
+    application = GeventApplication(
+        load, options, limits, name="ldptel-dashboard", settings=settings
+    )
+    return run_application(application)
+
+
+def announce(server: Any) -> None:
+    """The address actually bound (port 0 picks one), for people and tests."""
+    for listener in server.LISTENERS:
+        print(f"dashboard on {listener}/", file=sys.stderr, flush=True)
