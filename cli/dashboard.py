@@ -12,6 +12,7 @@ import argparse
 import ipaddress
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
@@ -106,6 +107,24 @@ def access_settings(args: argparse.Namespace) -> AccessSettings:
     return AccessSettings(args.session_seconds, args.login_attempts, proxies)
 
 
+def analyst_token(environ: Mapping[str, str]) -> str | None:
+    """$LDPTEL_ANALYST_TOKEN, or the file $LDPTEL_ANALYST_TOKEN_FILE names (as the collector
+    reads it), refused when weak (collector/settings.py, check_secret)."""
+    from ldptel.collector.settings import check_secret, read_secret_file
+
+    token = environ.get(TOKEN_VARIABLE) or None
+    path = environ.get(f"{TOKEN_VARIABLE}_FILE") or None
+    if token is not None and path is not None:
+        raise ParameterError(
+            TOKEN_VARIABLE, f"set {TOKEN_VARIABLE} or {TOKEN_VARIABLE}_FILE, not both"
+        )
+    if path is not None:
+        token = read_secret_file(f"{TOKEN_VARIABLE}_FILE", path)
+    if token is not None:
+        check_secret(TOKEN_VARIABLE, token)
+    return token
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve under gunicorn on the collector's gevent worker (collector/serve.py): the same
     timeouts, an idle connection costs a greenlet, errors are JSON (414 and 431 too)."""
@@ -113,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     from ldptel.collector.worker import BodyLimits
     from ldptel.dashboard import create_app
 
-    token = os.environ.get(TOKEN_VARIABLE) or None
+    token = analyst_token(os.environ)
     if token is None and not is_loopback(args.host):
         raise ParameterError("host", f"beyond loopback only with {TOKEN_VARIABLE} set")
     access = access_settings(args)

@@ -74,6 +74,19 @@ def test_beyond_loopback_it_needs_the_analyst_token(
     one_line_error(done, "dashboard", "host")
 
 
+@pytest.mark.parametrize("weak", ["a", "analyst", "0123456789" * 3])
+def test_a_weak_analyst_token_refuses_to_start_naming_its_variable(
+    redis_url: str, weak: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    variable = "LDPTEL_ANALYST_TOKEN"
+    monkeypatch.setenv(variable, weak)
+    one_line_error(ldptel("dashboard", "--redis-url", redis_url), "dashboard", variable)
+    monkeypatch.delenv(variable)
+    (tmp_path / "analyst_token").write_text(weak + "\n")
+    monkeypatch.setenv(f"{variable}_FILE", str(tmp_path / "analyst_token"))
+    one_line_error(ldptel("dashboard", "--redis-url", redis_url), "dashboard", variable)
+
+
 def test_it_serves_until_sigterm(redis_client: object, redis_url: str) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "dashboard", "--port", "0", "--redis-url", redis_url],
