@@ -51,11 +51,18 @@ export interface Budget {
   lifetimeEpsilon: number;
 }
 
+/** A finite epsilon > 0 (a one-report epsilon is also at most 20: `reportEpsilon`). */
 function positive(value: unknown, field: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || !(value > 0) || value > 20) {
-    throw new ConfigError(field, "must be a number in (0, 20]");
+  if (typeof value !== "number" || !Number.isFinite(value) || !(value > 0)) {
+    throw new ConfigError(field, "must be a finite number > 0");
   }
   return value;
+}
+
+function reportEpsilon(value: unknown, field: string): number {
+  const eps = positive(value, field);
+  if (eps > 20) throw new ConfigError(field, "must be <= 20 (no meaningful privacy above)");
+  return eps;
 }
 
 function integer(value: unknown, field: string, low: number, fallback: number): number {
@@ -115,7 +122,7 @@ export class CampaignConfig {
     const oracle = data["oracle"];
     if (typeof oracle !== "string") throw new ConfigError("oracle", "must be a string");
     this.oracle = oracle === "rappor-basic" ? "sue" : oracle;
-    this.epsilon = positive(data["epsilon"], "epsilon");
+    this.epsilon = reportEpsilon(data["epsilon"], "epsilon");
     this.params = object(data["params"] ?? {}, "params");
     this.windowSeconds = integer(data["window_seconds"], "window_seconds", 60, 86_400);
     this.reportsPerWindow = integer(data["reports_per_window"], "reports_per_window", 1, 1);
@@ -197,9 +204,10 @@ export class CampaignConfig {
     return own;
   }
 
-  /** The limits of a client reporting at `level` (scaled by its epsilon / the config's). */
-  budget(level: string): Budget {
-    const eps = this.reportingEpsilon(level) ?? this.epsilon;
+  /** The limits of a client reporting at `level` (scaled by its epsilon / the config's;
+   * null: the config's own). */
+  budget(level: string | null): Budget {
+    const eps = level === null ? this.epsilon : (this.reportingEpsilon(level) ?? this.epsilon);
     const scale = eps / this.epsilon;
     const lifetime = this.lifetimeEpsilon ?? DEFAULT_LIFETIME_FACTOR * this.epsilon;
     return {
