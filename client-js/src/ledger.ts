@@ -68,6 +68,14 @@ export async function charge(
   tx.put(lifetimeKey(campaign), { epsilon: life + cost });
 }
 
+/** The collector's window a report made at `now` (its clock) is charged to: the current
+ * one, or the next when the current ends within `margin` seconds (it could not be posted
+ * in time). */
+export function chargedWindow(config: CampaignConfig, now: number, margin: number): number {
+  const window = config.windowOf(now);
+  return window + config.windowSeconds - now <= margin ? window + config.windowSeconds : window;
+}
+
 export interface Spent {
   windowReports: number;
   windowEpsilon: number;

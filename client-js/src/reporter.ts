@@ -9,7 +9,7 @@
 import { ServerClock } from "./clock.js";
 import { CampaignConfig, LevelError } from "./config.js";
 import { hex, sha256, utf8 } from "./hash.js";
-import { BudgetExhausted, type Guarantee, type Spent, charge, guarantee, prune, spent } from "./ledger.js";
+import { BudgetExhausted, type Guarantee, type Spent, charge, chargedWindow, guarantee, prune, spent } from "./ledger.js";
 import { ConfigError } from "./oracles.js";
 import { SecureRandom } from "./random.js";
 import { type Value, spend } from "./randomize.js";
@@ -622,9 +622,7 @@ export class Reporter {
   /** The collector's window a report made now is charged to: the current one, or the next
    * when the current ends within the margin (it could not be posted in time). */
   private chargedWindow(config: CampaignConfig): number {
-    const t = this.clock.now();
-    const window = config.windowOf(t);
-    return window + config.windowSeconds - t <= this.margin() ? window + config.windowSeconds : window;
+    return chargedWindow(config, this.clock.now(), this.margin());
   }
 
   /** How a campaign's reports at `level` may be posted now; null: held (no config, clock

@@ -24,6 +24,10 @@ import {
   UnaryEncoding,
   popcount,
 } from "../src/oracles.js";
+import { BudgetExhausted, charge, chargedWindow } from "../src/ledger.js";
+import { SecureRandom } from "../src/random.js";
+import { spend } from "../src/randomize.js";
+import { MemoryStore } from "../src/store.js";
 import { canonicalJson, configId, openValue, packBits, packInt32 } from "../src/wire.js";
 import { type Draw, Script, any, coin } from "./script.js";
 
@@ -105,7 +109,42 @@ function noiseDraw(half: bigint[], n: number): Draw {
   return { big: start };
 }
 
-const handlers: Record<string, (file: J) => void> = {
+/** ledger.json: the report() decisions (level rule, charged window, memo cost, ledger)
+ * through this client's own functions, each step one transaction. */
+async function checkLedger(file: J): Promise<void> {
+  const margin = file.timeout_seconds + 2;
+  for (const c of file.cases) {
+    const config = new CampaignConfig(c.config);
+    const store = new MemoryStore();
+    const secret = new Uint8Array(32).fill(7);
+    const rng = new SecureRandom();
+    for (const step of c.steps) {
+      const eps = config.reportingEpsilon(step.level);
+      if (eps === null) {
+        assert.equal(step.status, "level_not_collected", c.title);
+        continue;
+      }
+      const window = chargedWindow(config, step.now, margin);
+      assert.equal(window, step.window, `${c.title}: ${JSON.stringify(step)}`);
+      const index = config.domain.indexOf(step.value);
+      try {
+        const cost = await store.transact(async (tx) => {
+          const { cost } = await spend(tx, config, step.level, index, secret, rng);
+          await charge(tx, config.name, window, config.windowSeconds, cost, config.budget(step.level));
+          return cost;
+        });
+        assert.equal(step.status, "spooled", `${c.title}: ${JSON.stringify(step)}`);
+        close(cost, step.charged, 1e-12);
+      } catch (error) {
+        if (!(error instanceof BudgetExhausted)) throw error;
+        assert.deepEqual([step.status, step.field], ["budget_exhausted", error.field], `${c.title}: ${JSON.stringify(step)}`);
+      }
+    }
+  }
+}
+
+const handlers: Record<string, (file: J) => void | Promise<void>> = {
+  "ledger.json": checkLedger,
   "hashing.json": (file) => {
     for (const c of file.item_keys) {
       assert.equal(hex(utf8(c.value)), c.utf8_hex);
@@ -347,7 +386,7 @@ test("every vector file has a handler", () => {
 });
 
 for (const name of Object.keys(handlers).sort()) {
-  test(`vectors: ${name}`, () => handlers[name]?.(load(name)));
+  test(`vectors: ${name}`, async () => handlers[name]?.(load(name)));
 }
 
 export { any };
