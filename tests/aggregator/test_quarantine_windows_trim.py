@@ -28,15 +28,30 @@ def test_corrupt_entries_are_quarantined_with_their_reason(redis_client: Any) ->
     register(redis_client, config)
     stream = keys.stream(config.name, 0)
     good = config.build_oracle().pack(good_batch(config, 10))
+    # (reason in words, its code) -> the entry's fields
     corrupt = {
-        "missing field p": {"c": config.config_id, "w": WINDOW, "n": 10, "l": ""},
-        "unknown config id": {"c": "0" * 16, "w": WINDOW, "n": 10, "p": good, "l": ""},
-        "expected 40 bytes": {"c": config.config_id, "w": WINDOW, "n": 10, "p": good[:-1]},
-        "field n is not an integer": {"c": config.config_id, "w": WINDOW, "n": "x", "p": good},
-        "field n must be >= 1": {"c": config.config_id, "w": WINDOW, "n": 0, "p": b""},
-        "not a multiple": {"c": config.config_id, "w": WINDOW + 1, "n": 10, "p": good},
-        "privacy level": {"c": config.config_id, "w": WINDOW, "n": 10, "p": good, "l": "x"},
-        "outside the oracle's range": {
+        ("missing field p", "malformed_entry"): {
+            "c": config.config_id, "w": WINDOW, "n": 10, "l": "",
+        },
+        ("unknown config id", "unknown_config"): {
+            "c": "0" * 16, "w": WINDOW, "n": 10, "p": good, "l": "",
+        },
+        ("expected 40 bytes", "reports_undecodable"): {
+            "c": config.config_id, "w": WINDOW, "n": 10, "p": good[:-1],
+        },
+        ("field n is not an integer", "malformed_entry"): {
+            "c": config.config_id, "w": WINDOW, "n": "x", "p": good,
+        },
+        ("field n must be >= 1", "malformed_entry"): {
+            "c": config.config_id, "w": WINDOW, "n": 0, "p": b"",
+        },
+        ("not a multiple", "window_not_aligned"): {
+            "c": config.config_id, "w": WINDOW + 1, "n": 10, "p": good,
+        },
+        ("privacy level", "level_not_defined"): {
+            "c": config.config_id, "w": WINDOW, "n": 10, "p": good, "l": "x",
+        },
+        ("outside the oracle's range", "report_values_out_of_range"): {
             "c": config.config_id, "w": WINDOW, "n": 1, "p": np.uint32(8).tobytes(), "l": "",
         },
     }  # fmt: skip
@@ -50,9 +65,9 @@ def test_corrupt_entries_are_quarantined_with_their_reason(redis_client: Any) ->
     assert stats.quarantined == len(corrupt)
     assert stats.reports == 15
     quarantined = redis_client.xrange(keys.quarantine(config.name, 0))
-    reasons = [fields[b"reason"].decode() for _, fields in quarantined]
-    for expected, reason in zip(corrupt, reasons, strict=True):
-        assert expected in reason
+    found = [(f[b"reason"].decode(), f[b"code"].decode()) for _, f in quarantined]
+    for (expected, code), (reason, found_code) in zip(corrupt, found, strict=True):
+        assert expected in reason and found_code == code
     assert all(b"entry" in fields for _, fields in quarantined)
     assert redis_client.get(keys.checkpoint(config.name, 0)) == last
     state = StateKey(WINDOW, config.config_id)
