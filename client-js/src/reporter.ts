@@ -296,10 +296,11 @@ export class Reporter {
           }
           this.memoSecret = Uint8Array.from(identity.memoSecret.match(/../g) ?? [], (b) => Number.parseInt(b, 16));
           this.clock.load(await tx.get("clock"));
-          // This process is the only one on the state (lock file) or a tab: claims of a
-          // process gone are released.
+          // A file store has one process (its lock file): every claim left is of a process
+          // gone. Tabs sharing IndexedDB keep each other's claims until they expire.
+          const exclusive = !(store instanceof IndexedDbStore);
           for (const [key, batch] of await tx.entries<BatchRow>("batch/")) {
-            if (batch.claim && batch.claimedUntil && batch.claimedUntil < now()) tx.put(key, { ...batch, claim: undefined });
+            if (batch.claim && (exclusive || (batch.claimedUntil ?? 0) < now())) tx.put(key, { ...batch, claim: undefined });
           }
         });
         this.store = store;
@@ -870,8 +871,9 @@ export class Reporter {
         const cap = Math.min(this.settings.backoffCap, this.settings.backoffBase * 2 ** Math.min(this.failures, 62));
         let delay = (this.rng.below(2 ** 32) / 2 ** 32) * cap; // full jitter
         if (outcome.retryAfter !== null) delay = Math.max(delay, Math.min(outcome.retryAfter, MAX_RETRY_AFTER));
+        // One backoff for the whole sender, in memory: a new process asks at once.
         this.holdUntil = t + delay;
-        tx.put(key, { ...current, nextAt: t + delay, claim: undefined });
+        tx.put(key, { ...current, claim: undefined });
       } else {
         for (const id of current.rows) {
           const row = await tx.get<SpoolRow>(id);

@@ -21,7 +21,7 @@ export class Script implements Randomness {
     if (upper === 1) return 0; // no randomness is needed (and Python draws none)
     const draw = this.next();
     assert.ok("below" in draw, `expected a uniform draw below ${upper}, got ${JSON.stringify(draw)}`);
-    if (draw.below !== -1) assert.equal(upper, draw.below, "uniform bound");
+    assert.equal(upper, draw.below, "uniform bound");
     return draw.u;
   }
   belowBig(_upper: bigint): bigint {
@@ -42,5 +42,4 @@ export class Script implements Randomness {
   }
 }
 
-export const any = (u: number): Draw => ({ below: -1, u });
 export const coin = (b: boolean): Draw => ({ bernoulli: b });

@@ -29,9 +29,9 @@ import { SecureRandom } from "../src/random.js";
 import { spend } from "../src/randomize.js";
 import { MemoryStore } from "../src/store.js";
 import { canonicalJson, configId, openValue, packBits, packInt32 } from "../src/wire.js";
-import { type Draw, Script, any, coin } from "./script.js";
+import { type Draw, Script, coin } from "./script.js";
 
-export const VECTORS = new URL("../../../tests/vectors/", import.meta.url);
+import { VECTORS } from "./paths.js";
 // biome-ignore lint: vectors are untyped JSON
 type J = any;
 // 64-bit alphas exceed a double's exact integers: read them as decimal strings.
@@ -389,4 +389,3 @@ for (const name of Object.keys(handlers).sort()) {
   test(`vectors: ${name}`, async () => handlers[name]?.(load(name)));
 }
 
-export { any };
