@@ -100,6 +100,7 @@ export class CampaignConfig {
   readonly memoization: string;
   private readonly built = new Map<string, Built>();
   private keys: bigint[] | null = null;
+  private indexes: Map<string, number> | null = null;
 
   /** Validate a served answer (the config plus its config_id); throws ConfigError. */
   constructor(answer: unknown) {
@@ -215,6 +216,12 @@ export class CampaignConfig {
       windowEpsilon: scale * this.epsilon * this.reportsPerWindow,
       lifetimeEpsilon: scale * lifetime,
     };
+  }
+
+  /** A label's index in the domain (-1 if absent). */
+  indexOf(label: string): number {
+    this.indexes ??= new Map(this.domain.map((l, i) => [l, i]));
+    return this.indexes.get(label) ?? -1;
   }
 
   windowOf(timestamp: number): number {

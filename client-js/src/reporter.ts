@@ -437,8 +437,8 @@ export class Reporter {
       if ("reason" in checked) throw new LdptelError("invalid_value", "value", checked.reason);
       return checked.text;
     }
-    let index = config.domain.indexOf(value);
-    if (index < 0 && config.otherLabel !== null) index = config.domain.indexOf(config.otherLabel);
+    let index = config.indexOf(value);
+    if (index < 0 && config.otherLabel !== null) index = config.indexOf(config.otherLabel);
     if (index < 0) throw new LdptelError("invalid_value", "value", "is not in the campaign's domain");
     return index;
   }
