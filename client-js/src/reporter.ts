@@ -145,6 +145,8 @@ const WINDOW_MARGIN_EXTRA = 2;
 const UNKNOWN_CAMPAIGN_SECONDS = 60;
 const STATE_RETRY_SECONDS = 30;
 const CLAIM_SECONDS = 120;
+/** Longest nap of the sender while anything is spooled (client/sender.py's MAX_NAP). */
+const MAX_NAP = 5;
 const MAX_RETRY_AFTER = 3600;
 /** fetch keepalive bodies share 64 KiB in flight per page (Fetch standard). */
 const KEEPALIVE_BYTES = 60_000;
@@ -217,6 +219,9 @@ export class Reporter {
   private closed = false;
   private lastError: string | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  private timerAt = 0;
+  /** A wake-up came while the sender ran: run it once more after. */
+  private again = false;
   private running: Promise<void> | null = null;
   private failures = 0;
   private holdUntil = 0;
@@ -663,30 +668,38 @@ export class Reporter {
   }
 
   // -- sending -------------------------------------------------------------------------------
+  /** Run the sender in `delayMs` (or sooner if already due sooner; never before the
+   * backoff ends). */
   private wake(delayMs: number): void {
     if (this.closed && !this.flushing) return;
+    const at = Date.now() + Math.max(delayMs, (this.holdUntil - now()) * 1000, 0);
     if (this.timer !== null) {
-      if (delayMs > 0) return; // already scheduled
+      if (this.timerAt <= at) return; // already due by then
       clearTimeout(this.timer);
     }
-    const due = Math.max(delayMs, (this.holdUntil - now()) * 1000, 0);
+    this.timerAt = at;
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.runSender();
-    }, due);
+      if (this.running) this.again = true;
+      else void this.runSender();
+    }, at - Date.now());
     (this.timer as { unref?: () => void }).unref?.();
   }
 
-  private runSender(options: { keepalive?: boolean } = {}): Promise<void> {
+  private runSender(): Promise<void> {
     this.running ??= (async () => {
       try {
-        while (await this.step(options)) {
+        while (await this.step()) {
           // one batch per step, until nothing is due
         }
       } catch (error) {
         this.lastError = `internal: ${String(error)}`.slice(0, 300);
       } finally {
         this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.wake(0);
+        }
       }
     })();
     return this.running;
@@ -694,7 +707,7 @@ export class Reporter {
 
   /** One round: settle windows, form or pick a due batch, post it; true if more may be
    * due now. */
-  private async step(options: { keepalive?: boolean }): Promise<boolean> {
+  private async step(): Promise<boolean> {
     const store = this.store;
     if (!store || now() < this.holdUntil) {
       if (store) this.wake(0);
@@ -717,7 +730,7 @@ export class Reporter {
       return out;
     });
     await store.sync();
-    const outcome = await this.post(row, reports, options.keepalive ?? false);
+    const outcome = await this.post(row, reports, false);
     await this.settle(store, key, row, outcome);
     return outcome.verdict === "delivered" || outcome.verdict === "too_large" || outcome.verdict === "reject";
   }
@@ -738,10 +751,19 @@ export class Reporter {
       this.prunedAt = t;
       await prune(tx, this.clock.now());
     }
+    // Whatever is left waits for a condition (a time, the clock, a config, another tab's
+    // claim): the sender looks again by then, and at least every MAX_NAP seconds.
+    let soonest = t + MAX_NAP;
+    const later = (at: number): void => {
+      soonest = Math.min(soonest, at);
+    };
     // A batch already formed (a retry), due and not claimed by another tab.
     for (const [key, batch] of await tx.entries<BatchRow>("batch/")) {
       const full = batch.open && batch.rows.length >= this.batchLimit;
-      if (batch.nextAt > t && !(batch.open && (this.flushing > 0 || full))) continue;
+      if (batch.nextAt > t && !(batch.open && (this.flushing > 0 || full))) {
+        later(batch.nextAt);
+        continue;
+      }
       if (batch.claim && batch.claim !== this.claim && (batch.claimedUntil ?? 0) > t) continue;
       const rule = this.rule(batch.c, batch.l);
       if (rule === null) continue;
@@ -780,10 +802,10 @@ export class Reporter {
         chosen.push(key);
       }
     }
-    if (!group || !chosen.length) return null;
     const due = this.flushing > 0 || pending >= this.batchLimit || t - oldest >= this.settings.maxBatchAge;
-    if (!due) {
-      this.wake(Math.max(0, (oldest + this.settings.maxBatchAge - t) * 1000));
+    if (!group || !chosen.length || !due) {
+      if (Number.isFinite(oldest)) later(oldest + this.settings.maxBatchAge);
+      if (rows.length || soonest < t + MAX_NAP) this.wake(Math.max(0, (soonest - t) * 1000));
       return null;
     }
     const batchKey = `batch/${pad(Math.floor(t * 1000))}-${hex(this.rng.bytes(4))}`;
