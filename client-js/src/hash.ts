@@ -194,6 +194,12 @@ export function hmacSha256(key: Uint8Array, message: Uint8Array): Uint8Array {
   return sha256(outer);
 }
 
+export function fromHex(text: string): Uint8Array {
+  const out = new Uint8Array(text.length >> 1);
+  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(text.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
 export function hex(bytes: Uint8Array): string {
   let out = "";
   for (const b of bytes) out += b.toString(16).padStart(2, "0");

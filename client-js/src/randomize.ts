@@ -9,7 +9,7 @@
  */
 
 import { type Built, type CampaignConfig, MEMO_EXACT } from "./config.js";
-import { hex, hmacSha256, itemKey, utf8 } from "./hash.js";
+import { fromHex, hex, hmacSha256, itemKey, utf8 } from "./hash.js";
 import { alphaPointLevel } from "./numeric.js";
 import type { RapporClient, WireReport } from "./oracles.js";
 import type { Randomness } from "./random.js";
@@ -42,16 +42,10 @@ async function rapporClient(tx: Tx, built: Built, scope: string, rng: Randomness
   if (built.kind !== "rappor") return null;
   const key = `rappor/${scope}`;
   const saved = await tx.get<{ secret: string; cohort: number }>(key);
-  if (saved) return { secret: Uint8Array.from(fromHex(saved.secret)), cohort: saved.cohort };
+  if (saved) return { secret: fromHex(saved.secret), cohort: saved.cohort };
   const client = { secret: rng.bytes(32), cohort: rng.below(built.oracle.m) };
   tx.put(key, { secret: hex(client.secret), cohort: client.cohort });
   return client;
-}
-
-function fromHex(text: string): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < text.length; i += 2) out.push(Number.parseInt(text.slice(i, i + 2), 16));
-  return out;
 }
 
 /** The report to spool for `value` at `level` and the epsilon it costs, its memo written

@@ -8,7 +8,7 @@
 
 import { ServerClock } from "./clock.js";
 import { CampaignConfig, LevelError } from "./config.js";
-import { hex, sha256, utf8 } from "./hash.js";
+import { fromHex, hex, sha256, utf8 } from "./hash.js";
 import { BudgetExhausted, type Guarantee, type Spent, charge, chargedWindow, guarantee, prune, spent } from "./ledger.js";
 import { ConfigError } from "./oracles.js";
 import { SecureRandom } from "./random.js";
@@ -299,7 +299,7 @@ export class Reporter {
             identity = { memoSecret: hex(this.rng.bytes(32)) };
             tx.put("identity", identity);
           }
-          this.memoSecret = Uint8Array.from(identity.memoSecret.match(/../g) ?? [], (b) => Number.parseInt(b, 16));
+          this.memoSecret = fromHex(identity.memoSecret);
           this.clock.load(await tx.get("clock"));
           // A file store has one process (its lock file): every claim left is of a process
           // gone. Tabs sharing IndexedDB keep each other's claims until they expire.

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import pytest
 from collector_api import DOMAIN, campaign_config
-from conftest import Collector, run_node
+from js_harness import Collector, run_node
 
 from ldptel.aggregator.report import ReportOptions, build_window, list_windows
 from ldptel.aggregator.worker import Worker

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from collector_api import DOMAIN, campaign_config
-from conftest import Collector, run_node
+from js_harness import Collector, run_node
 
 from ldptel.aggregator.report import ReportOptions, build_window, list_windows
 from ldptel.aggregator.worker import Worker
