@@ -29,7 +29,8 @@ def test_150_node_installs_each_reporting_once_give_a_window_report_of_150(
     )
     results = json.loads(out)
     assert len(results) == INSTALLS
-    assert all(r["status"] == "spooled" and r["flushed"] for r in results), results[:3]
+    bad = [r for r in results if r["status"] != "spooled" or not r["flushed"]]
+    assert bad == [], bad[:3]
     assert sum(r["delivered"] for r in results) == INSTALLS
     assert not [r for r in results if r["errors"]]
 
