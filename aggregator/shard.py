@@ -102,6 +102,9 @@ def parse_entry(registry: Registry, name: str, fields: dict[bytes, bytes]) -> Pa
     raises CorruptEntryError."""
     entry = codec.decode(fields)
     config = registry.config(entry.config_id)
+    if config is None and entry.config_id in registry.refused:
+        reason = registry.refused[entry.config_id]
+        raise CorruptEntryError(Quarantine.CONFIG_REFUSED, f"config refused: {reason}")
     if config is None:
         raise CorruptEntryError(Quarantine.UNKNOWN_CONFIG, f"unknown config id {entry.config_id!r}")
     if config.name != name:

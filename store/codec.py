@@ -19,6 +19,7 @@ class Quarantine(str, Enum):
 
     MALFORMED = "malformed_entry"  # a stream field missing or not of its type
     UNKNOWN_CONFIG = "unknown_config"
+    CONFIG_REFUSED = "config_refused"  # stored, but refused on load (a weakened guarantee)
     OTHER_CAMPAIGN = "config_of_another_campaign"
     WINDOW_MISALIGNED = "window_not_aligned"
     UNKNOWN_LEVEL = "level_not_defined"

@@ -3,6 +3,7 @@ their windows; the stream is trimmed only below the checkpoint and after retenti
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -164,3 +165,27 @@ def test_trimming_never_removes_uncounted_entries(redis_client: Any) -> None:
     # All three are past retention, but only the one below the checkpoint (ids[1]) may go.
     remaining = [entry_id for entry_id, _ in redis_client.xrange(keys.stream(config.name, 0))]
     assert remaining == ids[1:]
+
+
+def test_entries_of_a_stored_config_that_guarantees_less_than_its_epsilon_are_quarantined(
+    redis_client: Any,
+) -> None:
+    # A config stored before its integers were checked: pm at "epsilon 1" with
+    # ln(heavy / light) = 6.9. It no longer loads, so its reports are never counted.
+    weakened = {
+        "name": "latency", "oracle": "pm", "epsilon": 1.0, "range": [0.0, 10.0],
+        "params": {"resolution": 16, "heavy": 1000, "light": 1, "band": 4},
+    }  # fmt: skip
+    config_id = "00weakened000000"
+    redis_client.set(keys.config(config_id), json.dumps(weakened))
+    redis_client.hset(keys.campaign("latency"), mapping={"config_id": config_id, "retired": 0})
+    redis_client.sadd(keys.campaigns(), "latency")
+    fields = {"c": config_id, "w": WINDOW, "n": 1, "p": np.uint32(3).tobytes(), "l": ""}
+    redis_client.xadd(keys.stream("latency", 0), fields)
+
+    stats = Worker(redis_client).run_pass()
+
+    assert (stats.quarantined, stats.reports) == (1, 0)
+    ((_, moved),) = redis_client.xrange(keys.quarantine("latency", 0))
+    assert moved[b"code"] == b"config_refused"
+    assert b"params.light" in moved[b"reason"] and b"6.90776" in moved[b"reason"]
