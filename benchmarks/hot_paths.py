@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import statistics
@@ -163,30 +164,50 @@ def decode_rows(n: int = 1000, loops: int = 200) -> list[dict[str, Any]]:
 # -- sketch counting ---------------------------------------------------------------------------
 
 
-def sketch_rows(n: int = 100_000, loops: int = 3) -> list[dict[str, Any]]:
-    oue, cms, hcms = build("oue", 1024), build("cms", 0), build("hcms", 0)
-    batches = {}
-    for built in (oue, cms, hcms):
-        batch = built.unpack(built.pack(built.decode(wire_reports(built, n))), n)
-        batches[built.name] = (built, batch, len(built.pack(batch)))
-    cost = interleaved(
-        {
-            name: (lambda b=built, x=batch: b.support(x))
-            for name, (built, batch, _) in batches.items()
-        },
-        loops,
-    )
-    per_byte = {name: cost[name] / size for name, (_, _, size) in batches.items()}
-    return [
-        {
-            "oracle": name,
-            "bytes_per_report": size // n,
-            "reports_per_cpu_s": n / cost[name],
-            "ns_per_byte": per_byte[name] * 1e9,
-            "vs_oue_per_byte": per_byte[name] / per_byte["oue"],
-        }
-        for name, (_, _, size) in batches.items()
-    ]
+def cms_support_before(built: Any, batch: dict[str, NDArray[Any]]) -> NDArray[np.int64]:
+    """CMS counting before issue 31 (for the comparison): sort each chunk, unpack, reduceat."""
+    rows = np.asarray(batch["j"], dtype=np.int64)
+    packed = np.asarray(batch["bits"], dtype=np.uint8)
+    support = np.zeros((built.k, built.m), dtype=np.int64)
+    step = max(1, (1 << 22) // built.m)
+    for start in range(0, rows.size, step):
+        order = np.argsort(rows[start : start + step], kind="stable")
+        sorted_rows = rows[start : start + step][order]
+        first = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+        bits = np.unpackbits(packed[start : start + step][order], axis=1, count=built.m)
+        support[sorted_rows[first]] += np.add.reduceat(bits, first, axis=0, dtype=np.int32)
+    return support.reshape(-1)
+
+
+def sketch_rows(sizes: tuple[int, ...] = (1000, 100_000)) -> list[dict[str, Any]]:
+    """Per byte of packed report, one support() call over n reports (the aggregator calls it
+    on chunks of CELL_BUDGET / support_work reports: 116,508 for CMS at its defaults)."""
+    rows = []
+    for n in sizes:
+        loops = max(1, 100_000 // n)
+        batches: dict[str, tuple[Callable[[], Any], int]] = {}
+        for built in (build("oue", 1024), build("cms", 0), build("hcms", 0)):
+            batch = built.unpack(built.pack(built.decode(wire_reports(built, n))), n)
+            size = len(built.pack(batch))
+            batches[built.name] = (functools.partial(built.support, batch), size)
+            if built.name == "cms":
+                before = functools.partial(cms_support_before, built, batch)
+                assert np.array_equal(before(), built.support(batch))
+                batches["cms (before)"] = (before, size)
+        cost = interleaved({name: fn for name, (fn, _) in batches.items()}, loops)
+        per_byte = {name: cost[name] / size for name, (_, size) in batches.items()}
+        rows.extend(
+            {
+                "oracle": name,
+                "n": n,
+                "bytes_per_report": size // n,
+                "reports_per_cpu_s": n / cost[name],
+                "ns_per_byte": per_byte[name] * 1e9,
+                "vs_oue_per_byte": per_byte[name] / per_byte["oue"],
+            }
+            for name, (_, size) in batches.items()
+        )
+    return rows
 
 
 # -- on the device -----------------------------------------------------------------------------
