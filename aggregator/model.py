@@ -49,6 +49,9 @@ class Central(TypedDict):
     delta: float
     applies: bool
     epsilon: float
+    #: FMT21 Theorem 3.1's closed form at the same n and delta, for comparison (None when its
+    #: precondition fails).
+    closed_form_epsilon: float | None
     reason: str
 
 
