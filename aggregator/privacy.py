@@ -1,15 +1,27 @@
-"""The central guarantee a report enjoys when the collector strips who sent what (shuffling):
-the numerical bound of Feldman, McMillan, Talwar (FOCS 2021), ldptel.client.shuffle, with
-their Theorem 3.1's closed form beside it for comparison."""
+"""A report's privacy section: the local guarantee, the central one when the collector strips
+who sent what (shuffling: the numerical bound of Feldman, McMillan, Talwar, FOCS 2021,
+ldptel.client.shuffle, with their Theorem 3.1's closed form beside it), the ledger's
+guarantee over an install's life, and the central one over its life (the windows' central
+guarantees composed, ldptel.client.accounting). Built here for window reports and for
+`ldptel simulate`; every number comes with its sentence (ldptel.client.statements)."""
 
 from __future__ import annotations
 
-from ldptel.aggregator.model import Central
+from ldptel.aggregator.model import Central, CentralLifetime, Longitudinal, Privacy, RapporPrivacy
+from ldptel.client.accounting import composed_epsilon
+from ldptel.client.campaign import MEMO_NONE, CampaignConfig, Mechanism
+from ldptel.client.ledger import Guarantee, guarantee
+from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.shuffle import closed_form_epsilon, default_delta, shuffled_epsilon
+from ldptel.client.statements import CENTRAL, CENTRAL_LIFETIME, CENTRAL_NONE, LOCAL, render
 
 #: A central epsilon is claimed only if it is below this fraction of the local one.
 GAIN = 0.99
 BOUND = "Feldman, McMillan, Talwar (FOCS 2021), numerical bound (Thm. 3.2)"
+ADVERSARY_LOCAL = "the collector and the network"
+ADVERSARY_CENTRAL = "readers of the reports"
+#: FMT21 prove their bound for datasets of n users that differ in one user's data.
+REPLACE_ONE = "replace-one"
 
 
 def shuffle_amplification(local_epsilon: float, n: int, delta: float | None = None) -> Central:
@@ -18,13 +30,130 @@ def shuffle_amplification(local_epsilon: float, n: int, delta: float | None = No
     delta = default_delta(n) if delta is None else delta
     amplified = shuffled_epsilon(local_epsilon, n, delta)
     applies = amplified < GAIN * local_epsilon
+    reason = "" if applies else f"shuffling {n:,} users' reports gains less than 1%"
+    epsilon = amplified if applies else local_epsilon
+    statement = (
+        render(CENTRAL, epsilon=epsilon, delta=delta, n=n)
+        if applies
+        else render(CENTRAL_NONE, reason=reason)
+    )
     return {
         "bound": BOUND,
         "local_epsilon": local_epsilon,
         "n_users": n,
         "delta": delta if applies else 0.0,
         "applies": applies,
-        "epsilon": amplified if applies else local_epsilon,
+        "epsilon": epsilon,
         "closed_form_epsilon": closed_form_epsilon(local_epsilon, n, delta),
-        "reason": "" if applies else f"shuffling {n:,} users' reports gains less than 1%",
+        "reason": reason,
+        "adversary": ADVERSARY_CENTRAL,
+        "neighbouring": REPLACE_ONE,
+        "statement": statement,
+    }
+
+
+def central_lifetime(central: Central, promise: Guarantee, memoization: str) -> CentralLifetime:
+    """An install's reports over every window, for a reader of every window's report: the
+    composition of at most `lifetime_reports` windows (one report each at least), each at this
+    window's central guarantee (its n users, its local epsilon, which bounds any window the
+    install is in), delta split half over the windows and half for composing them; never more
+    than the local lifetime figure, which holds against every observer. Not with memoization
+    (an install's reports in different windows are then not independent)."""
+    windows = promise.lifetime_reports
+    delta = default_delta(central["n_users"])
+    applies = central["applies"] and memoization == MEMO_NONE and windows > 0
+    epsilon = central["local_epsilon"] * windows
+    if applies:
+        each = delta / (2 * windows)
+        window = shuffled_epsilon(central["local_epsilon"], central["n_users"], each)
+        epsilon = composed_epsilon([(window, windows)], delta, each_delta=each)
+        local = promise.lifetime_composed_epsilon
+        if (
+            promise.lifetime_delta is not None
+            and local is not None
+            and promise.lifetime_delta <= delta
+        ):
+            epsilon = min(epsilon, local)
+    statement = (
+        render(CENTRAL_LIFETIME, epsilon=epsilon, delta=delta, windows=windows,
+               n=central["n_users"])
+        if applies
+        else ""
+    )  # fmt: skip
+    return {
+        "applies": applies,
+        "windows": windows,
+        "epsilon": epsilon if applies else None,
+        "delta": delta if applies else None,
+        "n_users": central["n_users"],
+        "adversary": ADVERSARY_CENTRAL,
+        "neighbouring": REPLACE_ONE,
+        "statement": statement,
+    }
+
+
+def privacy_section(
+    config: CampaignConfig, oracle: Mechanism, n: int, promise: Guarantee | None = None
+) -> Privacy:
+    """Local epsilon, per-user epsilon in the window, the shuffle-amplified guarantee, the
+    ledger's lifetime guarantee (`promise`: guarantee(config) unless given) and the central
+    one over an install's life."""
+    promise = guarantee(config) if promise is None else promise
+    per_user = oracle.epsilon * config.reports_per_window
+    users = n // config.reports_per_window
+    central = shuffle_amplification(per_user, users) if users > 0 else None
+    section: Privacy = {
+        "local_epsilon": oracle.epsilon,
+        "reports_per_window": config.reports_per_window,
+        "user_epsilon_per_window": per_user,
+        "lifetime_epsilon": config.lifetime_epsilon,
+        "central": central,
+        "longitudinal": longitudinal(config, promise),
+        "local": {
+            "epsilon": oracle.epsilon,
+            "delta": 0.0,
+            "adversary": ADVERSARY_LOCAL,
+            "neighbouring": "any two values of one user",
+            "statement": render(LOCAL, epsilon=oracle.epsilon),
+        },
+    }
+    if central is not None:
+        section["central_lifetime"] = central_lifetime(central, promise, config.memoization)
+    if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
+        section["rappor"] = rappor_privacy(oracle)
+        section["permanent_epsilon"] = oracle.permanent_epsilon
+    return section
+
+
+def longitudinal(config: CampaignConfig, promise: Guarantee | None = None) -> Longitudinal:
+    """The ledger's guarantee over a user's whole history (ldptel.client.ledger.guarantee)."""
+    promise = guarantee(config) if promise is None else promise
+    return {
+        "memoization": promise.memoization,
+        "per_report_epsilon": promise.per_report_epsilon,
+        "window_epsilon": promise.window_epsilon,
+        "lifetime_epsilon": promise.lifetime_epsilon,
+        "lifetime_reports": promise.lifetime_reports,
+        "lifetime_composed_epsilon": promise.lifetime_composed_epsilon,
+        "lifetime_delta": promise.lifetime_delta,
+        "accountant": promise.accountant,
+        "adversary": ADVERSARY_LOCAL,
+        "holds_for": promise.holds_for,
+        "discloses": promise.discloses,
+        "statement": promise.statement,
+    }
+
+
+def rappor_privacy(oracle: Rappor) -> RapporPrivacy:
+    """RAPPOR's parameters as used and both of its guarantees."""
+    summary = oracle.privacy_summary()
+    return {
+        "epsilon": summary["epsilon"],
+        "permanent_epsilon": summary["permanent_epsilon"],
+        "k": summary["k"],
+        "h": summary["h"],
+        "m": summary["m"],
+        "f": summary["f"],
+        "p": summary["p"],
+        "q": summary["q"],
     }

@@ -208,7 +208,12 @@ def test_a_report_states_the_longitudinal_guarantee_per_window_and_for_life(
     assert longitudinal["window_epsilon"] == pytest.approx(2 * config.epsilon)
     assert longitudinal["lifetime_epsilon"] == 6.0 and longitudinal["discloses"] == ""
     words = " ".join(privacy_sentences(report))
-    assert "Over a user's whole history: Per install, between any two value histories" in words
+    assert (
+        "Over a user's whole history: Against the collector and the network: an install's "
+        "reports in any one window (at most 2) are together 2-differentially private (delta 0) "
+        "between any two value histories."
+    ) in words
+    assert "at most 6 fresh randomizations) are together 6-differentially private" in words
     exact = aggregated(redis_client, 500, name="memo", memoization="exact_discloses_changes")
     (report,) = build_window(redis_client, Registry(redis_client), exact.name, WINDOW)["reports"]
     assert "the change pattern" in report["privacy"]["longitudinal"]["discloses"]
