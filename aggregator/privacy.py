@@ -53,27 +53,14 @@ def shuffle_amplification(local_epsilon: float, n: int, delta: float | None = No
 
 
 def central_lifetime(central: Central, promise: Guarantee, memoization: str) -> CentralLifetime:
-    """An install's reports over every window, for a reader of every window's report: the
-    composition of at most `lifetime_reports` windows (one report each at least), each at this
-    window's central guarantee (its n users, its local epsilon, which bounds any window the
-    install is in), delta split half over the windows and half for composing them; never more
-    than the local lifetime figure, which holds against every observer. Not with memoization
-    (an install's reports in different windows are then not independent)."""
+    """An install's reports over every window, for a reader of every window's report: at most
+    `lifetime_reports` windows (one report each at least), each at this window's central
+    guarantee (`composed_windows`); not with memoization (an install's reports in different
+    windows are then not independent)."""
     windows = promise.lifetime_reports
-    delta = default_delta(central["n_users"])
     applies = central["applies"] and memoization == MEMO_NONE and windows > 0
-    epsilon = central["local_epsilon"] * windows
-    if applies:
-        each = delta / (2 * windows)
-        window = shuffled_epsilon(central["local_epsilon"], central["n_users"], each)
-        epsilon = composed_epsilon([(window, windows)], delta, each_delta=each)
-        local = promise.lifetime_composed_epsilon
-        if (
-            promise.lifetime_delta is not None
-            and local is not None
-            and promise.lifetime_delta <= delta
-        ):
-            epsilon = min(epsilon, local)
+    figure = composed_windows(central["local_epsilon"], central["n_users"], windows, promise)
+    epsilon, delta = figure if applies else (None, None)
     statement = (
         render(CENTRAL_LIFETIME, epsilon=epsilon, delta=delta, windows=windows,
                n=central["n_users"])
@@ -83,13 +70,30 @@ def central_lifetime(central: Central, promise: Guarantee, memoization: str) -> 
     return {
         "applies": applies,
         "windows": windows,
-        "epsilon": epsilon if applies else None,
-        "delta": delta if applies else None,
+        "epsilon": epsilon,
+        "delta": delta,
         "n_users": central["n_users"],
         "adversary": ADVERSARY_CENTRAL,
         "neighbouring": REPLACE_ONE,
         "statement": statement,
     }
+
+
+def composed_windows(
+    local_epsilon: float, n: int, windows: int, promise: Guarantee | None = None
+) -> tuple[float, float]:
+    """(epsilon, delta) of `windows` windows' reports, each of n users at `local_epsilon` per
+    user: delta = min(1e-6, 1/(10 n)), half split over the windows' central guarantees and half
+    for composing them (ldptel.client.accounting); never more than the ledger's local lifetime
+    figure (`promise`), which holds against every observer."""
+    delta = default_delta(n)
+    each = delta / (2 * max(windows, 1))
+    window = shuffled_epsilon(local_epsilon, n, each)
+    epsilon = composed_epsilon([(window, windows)], delta, each_delta=each)
+    local = None if promise is None else promise.lifetime_composed_epsilon
+    if local is not None and promise is not None and (promise.lifetime_delta or 1.0) <= delta:
+        epsilon = min(epsilon, local)
+    return epsilon, delta
 
 
 def privacy_section(

@@ -198,10 +198,11 @@ SAME_PATTERN = "value histories with the same change pattern only"
 CHANGE_PATTERN = "the change pattern (which reports carry the same value) is disclosed"
 
 
-def guarantee(config: CampaignConfig) -> Guarantee:
-    """The longitudinal guarantee the ledger enforces for `config` (docs/client.md)."""
+def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guarantee:
+    """The longitudinal guarantee the ledger enforces for `config` (docs/client.md);
+    `per_report`: its mechanism's epsilon, if already built."""
     budget = Budget.of(config)
-    per_report = config.build_mechanism().epsilon
+    per_report = config.build_mechanism().epsilon if per_report is None else per_report
     exact = config.memoization == MEMO_EXACT
     holds_for, discloses = (SAME_PATTERN, CHANGE_PATTERN) if exact else (ANY_HISTORIES, "")
     if exact and config.numeric:

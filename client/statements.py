@@ -36,10 +36,10 @@ LIFETIME_COMPOSED = (
 #: A window's report (amplification by shuffling).
 CENTRAL = (
     "Against readers of the reports, who see only the anonymous multiset of the window's "
-    "reports: this report is ({epsilon}, {delta})-differentially private, delta {delta} for "
-    "n = {n} users, between windows that differ in one user's data (replace-one: not adding "
-    "or removing a user, as n is published) (amplification by shuffling, Feldman, McMillan, "
-    "Talwar 2021)."
+    "reports: this report is ({epsilon}, {delta})-differentially private, for n = {n} users "
+    "(delta at most 1/(10 n)), between windows that differ in one user's data (replace-one: "
+    "not adding or removing a user, as n is published) (amplification by shuffling, Feldman, "
+    "McMillan, Talwar 2021)."
 )
 CENTRAL_NONE = (
     "Against readers of the reports: no amplification by shuffling is claimed ({reason}); the "
