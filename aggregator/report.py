@@ -23,9 +23,7 @@ from ldptel.aggregator.model import (
     Discovery,
     Item,
     LevelRow,
-    Longitudinal,
     Privacy,
-    RapporPrivacy,
     Report,
     Window,
     WindowDocument,
@@ -33,14 +31,13 @@ from ldptel.aggregator.model import (
     to_json,
 )
 from ldptel.aggregator.numeric import numeric_estimates
-from ldptel.aggregator.privacy import shuffle_amplification
+from ldptel.aggregator.privacy import longitudinal, privacy_section
 from ldptel.aggregator.state import LogView, StateKey, list_states, read_log, read_state
 from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.discovery.threshold import candidates_threshold
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
-from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles import FrequencyOracle, PureOracle
@@ -221,56 +218,9 @@ def fit_statistics(
     }
 
 
-def privacy_section(config: CampaignConfig, oracle: Mechanism, n: int) -> Privacy:
-    """Local epsilon, per-user epsilon in the window, and the shuffle-amplified guarantee."""
-    per_user = oracle.epsilon * config.reports_per_window
-    users = n // config.reports_per_window
-    central = shuffle_amplification(per_user, users) if users > 0 else None
-    section: Privacy = {
-        "local_epsilon": oracle.epsilon,
-        "reports_per_window": config.reports_per_window,
-        "user_epsilon_per_window": per_user,
-        "lifetime_epsilon": config.lifetime_epsilon,
-        "central": central,
-        "longitudinal": longitudinal(config),
-    }
-    if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
-        section["rappor"] = rappor_privacy(oracle)
-        section["permanent_epsilon"] = oracle.permanent_epsilon
-    return section
-
-
-def longitudinal(config: CampaignConfig) -> Longitudinal:
-    """The ledger's guarantee over a user's whole history (ldptel.client.ledger.guarantee)."""
-    promise = guarantee(config)
-    return {
-        "memoization": promise.memoization,
-        "per_report_epsilon": promise.per_report_epsilon,
-        "window_epsilon": promise.window_epsilon,
-        "lifetime_epsilon": promise.lifetime_epsilon,
-        "holds_for": promise.holds_for,
-        "discloses": promise.discloses,
-        "statement": promise.statement,
-    }
-
-
-def rappor_privacy(oracle: Rappor) -> RapporPrivacy:
-    """RAPPOR's parameters as used and both of its guarantees."""
-    summary = oracle.privacy_summary()
-    return {
-        "epsilon": summary["epsilon"],
-        "permanent_epsilon": summary["permanent_epsilon"],
-        "k": summary["k"],
-        "h": summary["h"],
-        "m": summary["m"],
-        "f": summary["f"],
-        "p": summary["p"],
-        "q": summary["q"],
-    }
-
-
 def privacy_sentences(report: Report) -> list[str]:
-    """The privacy parameters of a report in plain words."""
+    """The privacy parameters of a report in plain words: one sentence per number, each
+    naming its adversary, neighbouring relation and delta (ldptel.client.statements)."""
     privacy = report["privacy"]
     if "levels" in privacy:
         return level_privacy_sentences(report)
@@ -281,6 +231,8 @@ def privacy_sentences(report: Report) -> list[str]:
         f"value, any report is at most e^{eps:.3g} = {math.exp(eps):.3g} times more likely "
         "under it than under any other value.",
     ]
+    if "local" in privacy:
+        lines.append(privacy["local"]["statement"])
     if privacy["reports_per_window"] > 1:
         lines.append(
             f"A user sends at most {privacy['reports_per_window']} reports per window, so a "
@@ -305,13 +257,13 @@ def privacy_sentences(report: Report) -> list[str]:
         )
         lines.append(
             "The collector keeps no identifying metadata, and this report depends only on the "
-            f"anonymous multiset of the window's reports (from {users}); by privacy "
-            "amplification by shuffling it is also "
-            f"({central['epsilon']:.3g}, {central['delta']:.1g})-differentially private in the "
-            "central sense (Feldman, McMillan, Talwar 2021)."
+            f"anonymous multiset of the window's reports (from {users}). " + central["statement"]
         )
     elif central:
-        lines.append(f"No amplification by shuffling is claimed: {central['reason']}.")
+        lines.append(central["statement"])
+    lifetime = privacy.get("central_lifetime")
+    if lifetime and lifetime["applies"]:
+        lines.append(lifetime["statement"])
     return lines
 
 

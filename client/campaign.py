@@ -88,6 +88,10 @@ class CampaignConfig:
     #: (None = the client's default, DEFAULT_LIFETIME_FACTOR x epsilon; docs/client.md).
     reports_per_window: int = 1
     lifetime_epsilon: float | None = None
+    #: With a delta in (0, 1), the lifetime budget is (lifetime_epsilon, lifetime_delta) by
+    #: optimal composition (ldptel.client.lifetime), not a sum of epsilons. Absent from the
+    #: canonical JSON when None, so other configs keep their ids.
+    lifetime_delta: float | None = None
     #: A domain label that clients report for values outside the domain (None = reject them).
     other_label: str | None = None
     #: An open-domain campaign (no `domain` list; OPEN_DOMAIN_ORACLES): the longest value, in
@@ -167,6 +171,7 @@ class CampaignConfig:
         memoization = data.get("memoization", MEMO_NONE)
         if memoization not in MEMOIZATION_MODES:
             raise ParameterError("memoization", f"must be one of {', '.join(MEMOIZATION_MODES)}")
+        lifetime_delta = _check_lifetime_delta(data.get("lifetime_delta"), memoization)
         other = data.get("other_label")
         if other is not None and other not in domain:
             raise ParameterError("other_label", "must be null or a label of the domain")
@@ -187,6 +192,7 @@ class CampaignConfig:
             lifetime_epsilon=None
             if lifetime is None
             else check_epsilon(lifetime, "lifetime_epsilon"),
+            lifetime_delta=lifetime_delta,
             other_label=other,
             max_length=max_length,
             levels=levels,
@@ -225,6 +231,8 @@ class CampaignConfig:
             del data["other_label"]  # absent when unset: older configs keep their ids
         if self.oracle_choice is None:
             del data["oracle_choice"]  # absent unless chosen by auto: older configs keep ids
+        if self.lifetime_delta is None:
+            del data["lifetime_delta"]  # absent unless declared: older configs keep their ids
         if self.memoization == MEMO_NONE:
             del data["memoization"]  # absent when the default: older configs keep their ids
         data["levels"] = dict(self.levels)
@@ -434,6 +442,20 @@ class CampaignConfig:
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""
         return math.floor(timestamp / self.window_seconds) * self.window_seconds
+
+
+def _check_lifetime_delta(value: object, memoization: str) -> float | None:
+    """lifetime_delta: None, or a number in (0, 1) under memoization "none" (optimal
+    composition needs every report to be a fresh randomization)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ParameterError("lifetime_delta", "must be null or a number in (0, 1)")
+    if memoization != MEMO_NONE:
+        raise ParameterError(
+            "lifetime_delta", f'needs memoization "{MEMO_NONE}": every report randomized afresh'
+        )
+    return float(value)
 
 
 def check_domain(domain: object, *, stored: bool = False) -> list[str]:

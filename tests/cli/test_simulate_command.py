@@ -178,8 +178,8 @@ def test_huge_values_and_usage_errors_are_one_line_too(args: list[str], says: st
 def test_rappor_shows_both_guarantees_and_which_candidates_are_significant() -> None:
     args = ("--oracle", "rappor", "--epsilon", "1", "--domain-size", "16", "--n", "100000")
     data = simulate_json(*args, "--seed", "4")
-    privacy = data["privacy"]
-    assert isinstance(privacy, dict)
+    assert isinstance(data["privacy"], dict)
+    privacy = data["privacy"]["rappor"]
     # The guarantees of the parameters actually used (f derived from the requested epsilon).
     h, f, p, q = privacy["h"], privacy["f"], privacy["p"], privacy["q"]
     p_star, q_star = (f / 2) * q + (1 - f / 2) * p, (1 - f / 2) * q + (f / 2) * p
