@@ -170,6 +170,22 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         + ',"k":4,"m":8},'
         + DEFAULTS,
     ),
+    (
+        'memoization "tree": its derived horizon (365 daily windows) and change cap (2) written',
+        {
+            "name": "tree-daily",
+            "oracle": "de",
+            "epsilon": 1.0,
+            "domain": ["no", "yes"],
+            "memoization": "tree",
+        },
+        '{"domain":["no","yes"],"epsilon":1,"horizon_windows":365,"lifetime_epsilon":null,'
+        '"max_changes":2,"memoization":"tree","name":"tree-daily","oracle":"de","params":{'
+        # DE's p = e^eps / (e^eps + d - 1), evaluated left to right: (e + 2) - 1, not e + 1.
+        + pq(math.e / (math.e + 2 - 1), 1 / (math.e + 2 - 1))
+        + "},"
+        + DEFAULTS,
+    ),
 ]
 
 

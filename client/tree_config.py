@@ -1,0 +1,79 @@
+"""A campaign's memoization "tree" fields: validated, and their defaults derived once, when
+the config is created (served with it, like every derived parameter: docs/protocol.md).
+
+- `horizon_windows` (T): default the windows of one year (365 days of the config's windows,
+  at least 1 and at most MAX_HORIZON_WINDOWS): a daily campaign's horizon is 365 windows.
+- `max_changes` (K): default DEFAULT_MAX_CHANGES = 2, the first value and one change; an
+  install past K changes in a horizon stops reporting its later ones (a bias, stated in every
+  report), and the variance grows as K^2 (ldptel.client.tree).
+
+A tree campaign is categorical (a `domain`; a binary one tracks label 1, a larger one a
+sampled label per install), reports once per window, declares no privacy levels, and names
+oracle "de": each read node's bit is binary randomized response.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ldptel.client.errors import ParameterError
+from ldptel.client.tree import MAX_HORIZON_WINDOWS, TreeShape, check_tree
+
+if TYPE_CHECKING:
+    from ldptel.client.campaign import CampaignConfig
+
+TREE = "tree"
+TREE_FIELDS = ("horizon_windows", "max_changes")
+#: The default horizon of a tree campaign, in seconds: one year of its windows.
+DEFAULT_HORIZON_SECONDS = 365 * 86_400
+DEFAULT_MAX_CHANGES = 2
+
+
+def check_tree_fields(data: dict[str, Any], memoization: object) -> tuple[int | None, int | None]:
+    """(horizon_windows, max_changes) of an untrusted config; None where not given (a tree
+    config's defaults are written by `with_tree_defaults`)."""
+    given = [name for name in TREE_FIELDS if data.get(name) is not None]
+    if memoization != TREE:
+        if given:
+            raise ParameterError(given[0], 'only a campaign with memoization "tree" has one')
+        return None, None
+    for absent, reason in (
+        ("range", "tracks labels: a numeric campaign cannot use it"),
+        ("max_length", "tracks labels: an open-domain campaign cannot use it"),
+        ("levels", "declares no privacy levels"),
+    ):
+        if data.get(absent):
+            raise ParameterError(absent, f'memoization "tree" {reason}')
+    if data.get("reports_per_window", 1) != 1:
+        raise ParameterError("reports_per_window", 'memoization "tree" reports once per window')
+    if data["oracle"] != "de":
+        raise ParameterError("oracle", 'memoization "tree" randomizes with oracle "de"')
+    horizon, changes = data.get("horizon_windows"), data.get("max_changes")
+    if horizon is not None and changes is not None:
+        return check_tree(horizon, changes)
+    if horizon is not None:
+        return check_tree(horizon, 1)[0], None
+    if changes is not None:
+        return None, check_tree(MAX_HORIZON_WINDOWS, changes)[1]
+    return None, None
+
+
+def with_tree_defaults(config: CampaignConfig) -> CampaignConfig:
+    """The config with its derived horizon and change cap written in (module docstring)."""
+    horizon = config.horizon_windows
+    if horizon is None:
+        horizon = min(max(DEFAULT_HORIZON_SECONDS // config.window_seconds, 1), MAX_HORIZON_WINDOWS)
+    changes = config.max_changes
+    if changes is None:
+        changes = min(DEFAULT_MAX_CHANGES, horizon)
+    horizon, changes = check_tree(horizon, changes)
+    return replace(config, horizon_windows=horizon, max_changes=changes)
+
+
+def tree_shape(config: CampaignConfig) -> TreeShape:
+    """The public parameters of a tree config's horizons (defaults derived if unwritten)."""
+    created = with_tree_defaults(config)
+    assert created.horizon_windows is not None and created.max_changes is not None
+    items = 1 if config.domain_size == 2 else config.domain_size
+    return TreeShape(created.horizon_windows, created.max_changes, config.epsilon, items)
