@@ -46,14 +46,15 @@ from ldptel.client.oracles.auto import (
     choose_oracle,
 )
 from ldptel.client.oracles.base import check_epsilon, check_int
-from ldptel.client.tree_config import check_tree_fields, with_tree_defaults
+from ldptel.client.tree_config import check_tree_fields, tree_shape, with_tree_defaults
+from ldptel.client.tree_wire import TreeReports
 
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
 #: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
 #: storage, integer support: all the collector and the window state need); the union lets the
 #: SDK and the report builder tell the two kinds apart. An open-domain "pem" campaign's is
 #: PEM's reports (client/discovery/pem.py), a ReportMechanism too.
-Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod
+Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod | TreeReports
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -348,7 +349,9 @@ class CampaignConfig:
 
     def build_mechanism(self, epsilon: float | None = None, level: str = "") -> Mechanism:
         """The frequency oracle or numeric mechanism this config describes (`build_oracle`
-        or `build_numeric`)."""
+        or `build_numeric`); a memoization "tree" config's tree reports (client/tree_wire.py)."""
+        if self.memoization == MEMO_TREE:
+            return TreeReports(replace(tree_shape(self), epsilon=epsilon or self.epsilon))
         if self.numeric:
             return self.build_numeric(epsilon)
         if self.discovers:
@@ -425,7 +428,7 @@ class CampaignConfig:
     def level_mechanism(self, level: str = "") -> Mechanism | None:
         """`level_oracle`, or the numeric mechanism of a numeric campaign (which declares no
         levels: `level` must be "")."""
-        if self.numeric or self.discovers:
+        if self.numeric or self.discovers or self.memoization == MEMO_TREE:
             self.reporting_epsilon(level)  # the level rule: raises for any level
             return self.build_mechanism()
         return self.level_oracle(level)

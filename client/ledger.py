@@ -22,8 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, MEMO_TREE, CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
+from ldptel.client.tree_config import TREE_DISCLOSES, TREE_HOLDS_FOR, tree_statement
 
 #: A campaign without lifetime_epsilon gets this many times its per-report epsilon for life.
 DEFAULT_LIFETIME_FACTOR = 10.0
@@ -203,6 +204,9 @@ def guarantee(config: CampaignConfig) -> Guarantee:
     )
     if exact:
         statement += f" Memoization {MEMO_EXACT}: {discloses}."
+    if config.memoization == MEMO_TREE:  # client/tree_config.py
+        holds_for, discloses = TREE_HOLDS_FOR, TREE_DISCLOSES
+        statement = tree_statement(config, budget.window_epsilon, budget.lifetime_epsilon)
     return Guarantee(
         memoization=config.memoization,
         per_report_epsilon=per_report,

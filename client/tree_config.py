@@ -77,3 +77,26 @@ def tree_shape(config: CampaignConfig) -> TreeShape:
     assert created.horizon_windows is not None and created.max_changes is not None
     items = 1 if config.domain_size == 2 else config.domain_size
     return TreeShape(created.horizon_windows, created.max_changes, config.epsilon, items)
+
+
+#: What a tree config's guarantee holds for, and what it discloses (ledger.Guarantee).
+TREE_HOLDS_FOR = "any two value histories of a horizon"
+TREE_DISCLOSES = (
+    "each report's tracked item and tree level (public draws, independent of the values); "
+    "when and how often the install reports"
+)
+
+
+def tree_statement(config: CampaignConfig, window_epsilon: float, lifetime: float) -> str:
+    """The guarantee of a tree config in words (ledger.guarantee)."""
+    shape = tree_shape(config)
+    horizons = int(lifetime / shape.epsilon * (1 + 1e-9))
+    return (
+        f"Per install, between {TREE_HOLDS_FOR} ({shape.horizon_windows} windows): privacy "
+        f"loss <= epsilon {shape.epsilon:g} over all its reports in the horizon (Erlingsson "
+        f"et al., SODA 2019: one sampled change of at most {shape.max_changes} is "
+        f"randomized, every other node is a fair coin), charged once per horizon; horizons "
+        f"compose sequentially, <= {lifetime:g} over its lifetime ({horizons} horizons, then "
+        f"BUDGET_EXHAUSTED). An install past {shape.max_changes} changes in a horizon has its "
+        "later changes not counted: a bias of the estimates, not a privacy loss."
+    )

@@ -180,10 +180,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             "memoization": "tree",
         },
         '{"domain":["no","yes"],"epsilon":1,"horizon_windows":365,"lifetime_epsilon":null,'
-        '"max_changes":2,"memoization":"tree","name":"tree-daily","oracle":"de","params":{'
-        # DE's p = e^eps / (e^eps + d - 1), evaluated left to right: (e + 2) - 1, not e + 1.
-        + pq(math.e / (math.e + 2 - 1), 1 / (math.e + 2 - 1))
-        + "},"
+        # No derived params: the tree's bits are randomized response at epsilon itself.
+        '"max_changes":2,"memoization":"tree","name":"tree-daily","oracle":"de","params":{},'
         + DEFAULTS,
     ),
 ]
