@@ -289,6 +289,8 @@ def privacy_sentences(report: Report) -> list[str]:
         f"value, any report is at most e^{eps:.3g} = {math.exp(eps):.3g} times more likely "
         "under it than under any other value.",
     ]
+    if "tree" in report:  # memoization "tree": the bound is over a horizon's reports
+        lines[0] = TREE_SENTENCE.format(eps=eps, windows=report["tree"]["horizon_windows"])
     if privacy["reports_per_window"] > 1:
         lines.append(
             f"A user sends at most {privacy['reports_per_window']} reports per window, so a "
@@ -805,6 +807,14 @@ def level_reports(
     return [combined_report(config, state, parts, rows, options, built_at), *reports]
 
 
+TREE_SENTENCE = (
+    "Every install's reports of a horizon of {windows} windows were randomized on its device "
+    "together at epsilon = {eps:.3g} (memoization tree, local differential privacy): whatever "
+    "two value histories of the horizon, its reports are at most e^{eps:.3g} times more "
+    "likely under one than under the other."
+)
+
+
 def tree_report(
     client: RedisClient,
     name: str,
@@ -819,6 +829,9 @@ def tree_report(
 ) -> Report:
     """A memoization "tree" config's window: counts from prefix sums (aggregator/tree.py)."""
     privacy = privacy_section(config, mechanism, n)
+    # A window's estimate sums reports of up to L windows: the one-window shuffle bound is
+    # not claimed for it.
+    privacy["central"] = None
     report = _head(config, state, mechanism.name, mechanism.epsilon, n, options, built_at, privacy)
     horizon, t, nodes = prefix_nodes(client, name, shards, config, mechanism, state, support)
     with_tree(report, tree_section(mechanism, horizon, t, nodes))

@@ -17,6 +17,7 @@ exact samplers and estimator (`TreeShape.perturb_batch`, `carry`, `estimate`, `v
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,7 @@ from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import sample_uniform_below
 from ldptel.client.tree import TreeShape
+from ldptel.client.tree_wire import NO_BIT
 
 LONGITUDINAL_MODES = (MEMO_NONE, MEMO_EXACT, MEMO_TREE)
 
@@ -90,9 +92,11 @@ def oracle_windows(
     return WindowEstimates(np.stack(found), np.stack(stated), epsilon)
 
 
-def tree_windows(values: NDArray[np.int64], d: int, shape: TreeShape, rng: Rng) -> WindowEstimates:
-    """The tree's estimates of every label's frequency in every window of one horizon (d = 2:
-    label 1 tracked, label 0 its complement; else one sampled label per install)."""
+def tree_batches(
+    values: NDArray[np.int64], shape: TreeShape, rng: Rng
+) -> Iterator[dict[str, NDArray[np.int64]]]:
+    """Every install's report in each window of one horizon, as a batch of the storage
+    columns (client/tree_wire.py: item, level, bit; NO_BIT where no node is read)."""
     installs, windows = values.shape
     item, level, change = (
         sample_uniform_below(rng, bound, installs)
@@ -107,25 +111,38 @@ def tree_windows(values: NDArray[np.int64], d: int, shape: TreeShape, rng: Rng) 
     hit = (seen == change[:, None]) & (flips != 0)
     sampled = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
     sign = flips[np.arange(installs), np.maximum(sampled, 0)]
-    items = 1 if shape.items == 1 else d
-    sums: list[dict[int, int]] = [{} for _ in range(items)]
-    found = np.empty((windows, d))
-    stated = np.empty((windows, d))
     for t in range(windows):
         h = shape.read_level(t)
         reading = np.flatnonzero(level == h)
         start = t + 1 - (1 << h)
         inside = (sampled[reading] >= start) & (sampled[reading] <= t)
-        bits = shape.perturb_batch(np.where(inside, sign[reading], 0), rng)
-        plus_minus = 2 * bits - 1
+        bits = np.full(installs, NO_BIT, dtype=np.int64)
+        bits[reading] = shape.perturb_batch(np.where(inside, sign[reading], 0), rng)
+        yield {"item": item, "level": level, "bit": bits}
+
+
+def tree_windows(values: NDArray[np.int64], d: int, shape: TreeShape, rng: Rng) -> WindowEstimates:
+    """The tree's estimates of every label's frequency in every window of one horizon (d = 2:
+    label 1 tracked, label 0 its complement; else one sampled label per install)."""
+    installs, windows = values.shape
+    items = 1 if shape.items == 1 else d
+    sums: list[dict[int, int]] = [{} for _ in range(items)]
+    found = np.empty((windows, d))
+    stated = np.empty((windows, d))
+    for t, batch in enumerate(tree_batches(values, shape, rng)):
+        read = batch["bit"] != NO_BIT
+        plus_minus = 2 * batch["bit"][read] - 1
         for i in range(items):
-            window_sum = int(plus_minus[item[reading] == i].sum())
+            window_sum = int(plus_minus[batch["item"][read] == i].sum())
             sums[i] = shape.carry(t, sums[i], window_sum)
         estimate = np.array([shape.estimate(s, installs) for s in sums])
         if items == 1:
             estimate = np.array([1.0 - estimate[0], estimate[0]])
         found[t] = estimate
-        stated[t] = [shape.variance(t, installs, min(max(f, 0.0), 1.0)) for f in estimate]
+        # Each label's variance has its tracked indicator's frequency: label 1's for both
+        # labels of a binary campaign (label 0's count is n minus it).
+        indicators = np.full(d, estimate[1]) if items == 1 else estimate
+        stated[t] = [shape.variance(t, installs, min(max(f, 0.0), 1.0)) for f in indicators]
     return WindowEstimates(found, stated, shape.epsilon)
 
 

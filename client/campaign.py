@@ -46,7 +46,12 @@ from ldptel.client.oracles.auto import (
     choose_oracle,
 )
 from ldptel.client.oracles.base import check_epsilon, check_int
-from ldptel.client.tree_config import check_tree_fields, tree_shape, with_tree_defaults
+from ldptel.client.tree_config import (
+    check_tree_fields,
+    resolve_memoization,
+    tree_shape,
+    with_tree_defaults,
+)
 from ldptel.client.tree_wire import TreeReports
 
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
@@ -174,7 +179,7 @@ class CampaignConfig:
         strategy, threshold = check_strategy(
             data.get("level_strategy", "optimal"), data.get("level_threshold"), levels
         )
-        memoization = data.get("memoization", MEMO_NONE)
+        memoization = resolve_memoization(data, MEMO_NONE)
         if memoization not in MEMOIZATION_MODES:
             raise ParameterError("memoization", f"must be one of {', '.join(MEMOIZATION_MODES)}")
         horizon, changes = check_tree_fields(data, memoization)

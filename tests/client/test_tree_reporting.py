@@ -84,3 +84,21 @@ def test_an_install_reports_daily_through_a_year_within_its_budget(
     with_bit = [t for t, r in enumerate(first_year) if "bit" in r]
     assert with_bit == [t for t in range(365) if shape.read_level(t) == level]
     install.close()
+
+
+@pytest.mark.parametrize(
+    ("report", "field"),
+    [
+        ({"item": 0, "level": 9}, "level"),  # T = 365: levels 0..8
+        ({"item": 1, "level": 0}, "item"),  # a binary campaign tracks one item
+        ({"item": 0, "level": 0, "bit": 2}, "bit"),
+        ({"item": 0, "level": 0, "y": 1}, "y"),
+    ],
+)
+def test_the_collector_refuses_a_bad_tree_report_naming_the_field(
+    simulated: dict[str, Any], report: dict[str, Any], field: str
+) -> None:
+    body = {"campaign": "optin", "config_id": simulated["config_id"], "reports": [report]}
+    answer = Api(simulated["url"]).post_reports(simulated["token"], body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["field"] == f"reports[0].{field}"
