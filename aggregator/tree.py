@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 
 from ldptel.aggregator.model import Report, TreeNode, TreeSection
 from ldptel.aggregator.state import StateKey, read_state
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import MEMO_TREE, CampaignConfig
+from ldptel.client.tree_config import with_tree_defaults
 from ldptel.client.tree_wire import TreeReports
 from ldptel.store.connection import RedisClient
 
@@ -32,6 +33,19 @@ PAST_MAX_CHANGES = (
     "an install past max_changes changes in a horizon is counted at the value of its "
     "max_changes-th change: its later changes are not reported (a bias, no privacy loss)"
 )
+
+
+def horizon_end(config: CampaignConfig, window: int) -> int:
+    """When the horizon holding `window` ends (unix seconds); the window's own end for a
+    config that is not memoization "tree" (`ldptel aggregator prune` keeps a tree state
+    until its horizon is over: later windows of it read its node)."""
+    seconds = config.window_seconds
+    if config.memoization != MEMO_TREE:
+        return window + seconds
+    horizon = with_tree_defaults(config).horizon_windows
+    assert horizon is not None
+    span = horizon * seconds
+    return (window // span + 1) * span
 
 
 def prefix_nodes(

@@ -120,3 +120,14 @@ def test_the_document_round_trips_through_the_model(horizons: Any) -> None:
     document = {"campaign": report["campaign"], "window": report["window"], "built_at": "x"}
     document["reports"] = [report]
     assert from_json(to_json(document)) == document  # type: ignore[arg-type]
+
+
+def test_prune_keeps_a_tree_state_until_its_horizon_is_over() -> None:
+    from ldptel.aggregator.tree import horizon_end
+
+    config = make_config(
+        "h", domain=["no", "yes"], memoization="tree", horizon_windows=16, window_seconds=60
+    )
+    assert horizon_end(config, 0) == horizon_end(config, 15 * 60) == 16 * 60
+    assert horizon_end(config, 16 * 60) == 32 * 60
+    assert horizon_end(make_config("p", window_seconds=60), 120) == 180
