@@ -17,9 +17,10 @@ The campaign's `memoization` chooses (docs/client.md, "Longitudinal privacy"):
   came from the same value): resent bytes disclose that pattern exactly (A,B,A,B against
   A,A,A,A: an infinite loss), RAPPOR's IRRs disclose it more with every report.
 
-No mode can both track a changing value and make a stable value's repeats free for arbitrary
-histories: A,A,...,A against A,B,A,B,... drifts apart with every report of a value that is
-followed, which is why the sound default charges every report.
+Fresh draws cannot make a stable value's repeats free: A,A,...,A against A,B,A,B,... drifts
+apart with every fresh report of the value. "tree" (ldptel.client.tree, client/tree_memo.py)
+can: its reports follow one sampled change, not the value, so a horizon of T reports costs
+epsilon between any two histories (Erlingsson et al., SODA 2019).
 
 Numeric campaigns (ldptel.client.numeric) report a number. Under "none" each report clips,
 rounds it to the mechanism's grid with a fresh alpha and randomizes it afresh, charged its
