@@ -44,7 +44,8 @@ from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError, ParameterError
 from ldptel.client.levels import SAMPLE, SIMULATED_STRATEGIES, check_levels
 from ldptel.client.oracles import ORACLES, FrequencyOracle
-from ldptel.client.oracles.rappor import Rappor, RapporFit
+from ldptel.client.oracles.rappor import Rappor
+from ldptel.client.oracles.rappor_decode import RapporFit
 
 DEFAULT_TOP = 20
 

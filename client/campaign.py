@@ -387,9 +387,15 @@ class CampaignConfig:
         low, high = self.range
         epsilon = self.epsilon if epsilon is None else epsilon
         try:
-            return numeric_class(self.oracle)(epsilon=epsilon, low=low, high=high, **self.params)
+            mechanism = numeric_class(self.oracle)(
+                epsilon=epsilon, low=low, high=high, **self.params
+            )
         except TypeError as error:  # an unexpected keyword in params
             raise ParameterError("params", str(error)) from error
+        # Created, loaded by a client or by the aggregator: the integers it serves must give
+        # at most the config's epsilon, or nobody reports or counts under it.
+        mechanism.check_guarantee(self.params)
+        return mechanism
 
     def build_oracle(self, epsilon: float | None = None, level: str = "") -> FrequencyOracle:
         """The oracle this config describes, at `epsilon` (default: the config's), with

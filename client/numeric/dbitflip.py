@@ -49,6 +49,7 @@ class DBitFlip(NumericMechanism):
     """dBitFlip over the d = K + 1 levels, d' = `sampled` bits per report."""
 
     name = "dbitflip"
+    guarantee_params = ("light", "heavy")
     estimates_distribution = True
     default_resolution = 31
     #: The pair's two buckets, each unsampled, bit 0 or bit 1: 3 x 3 events.
