@@ -131,3 +131,41 @@ def test_prune_keeps_a_tree_state_until_its_horizon_is_over() -> None:
     assert horizon_end(config, 0) == horizon_end(config, 15 * 60) == 16 * 60
     assert horizon_end(config, 16 * 60) == 32 * 60
     assert horizon_end(make_config("p", window_seconds=60), 120) == 180
+
+
+def test_a_categorical_window_is_the_kernels_estimate_per_sampled_label(redis_url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    try:
+        labels = ["a", "b", "c"]
+        config = make_config(
+            "tree-cat", domain=labels, memoization="tree", horizon_windows=8,
+            max_changes=2, window_seconds=60, epsilon=2.0,
+        )  # fmt: skip
+        register(client, config)
+        shape = TreeShape(8, 2, 2.0, items=3)
+        rng = np.random.default_rng(11)
+        values = histories(np.full(3, 1 / 3), INSTALLS, 8, 1, rng)
+        sums: list[dict[int, int]] = [{}, {}, {}]
+        kernel = []
+        for t, batch in enumerate(tree_batches(values, shape, rng)):
+            append(client, config, batch, window=t * 60)
+            read = batch["bit"] != 2
+            for item in range(3):
+                mine = read & (batch["item"] == item)
+                sums[item] = shape.carry(t, sums[item], int((2 * batch["bit"][mine] - 1).sum()))
+            kernel.append([shape.estimate(s, INSTALLS) * INSTALLS for s in sums])
+        Worker(client, build_reports=False).run_pass()
+        registry = Registry(client)
+        for t in range(8):
+            report = build_window(client, registry, config.name, t * 60)["reports"][0]
+            found = [item["estimate"] for item in report["items"]]
+            assert np.allclose(found, kernel[t], atol=1e-6)
+            assert [len(node["sums"]) for node in report["tree"]["nodes"]] == [3] * len(
+                shape.decomposition(t)
+            )
+    finally:
+        client.flushdb()
+        client.close()
