@@ -23,9 +23,10 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ldptel.client import lifetime as lifetime_budget
-from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, MEMO_TREE, CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
 from ldptel.client.statements import ENFORCED, LIFETIME_COMPOSED, LIFETIME_PURE, WINDOW, render
+from ldptel.client.tree_config import TREE_DISCLOSES, TREE_HOLDS_FOR, tree_statement
 
 #: A campaign without lifetime_epsilon gets this many times its per-report epsilon for life.
 DEFAULT_LIFETIME_FACTOR = 10.0
@@ -239,6 +240,9 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
             "reports are charged."
         )
     statement = " ".join(sentences)
+    if config.memoization == MEMO_TREE:  # client/tree_config.py
+        holds_for, discloses = TREE_HOLDS_FOR, TREE_DISCLOSES
+        statement = tree_statement(config, budget.window_epsilon, budget.lifetime_epsilon)
     return Guarantee(
         memoization=config.memoization,
         per_report_epsilon=per_report,

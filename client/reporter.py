@@ -363,7 +363,7 @@ class Reporter:
                 return ReportStatus.LEVEL_NOT_COLLECTED
             randomizer = state.randomizer
             with transaction(conn):
-                wire, cost = randomizer.spend(conn, randomized)
+                wire, cost = randomizer.spend(conn, randomized, window)
                 ledger.charge(conn, campaign, window, config.window_seconds, cost, state.budget)
                 spool.append(conn, campaign, randomizer.config_id, window, now, wire, name)
             randomizer.committed(randomized, wire)
