@@ -10,10 +10,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.aggregator.model import Report
+from ldptel.aggregator.privacy import privacy_section
 from ldptel.aggregator.reports.context import ReportContext
 from ldptel.aggregator.reports.document import head, items_of, mark_not_enough
 from ldptel.aggregator.reports.options import ReportOptions
-from ldptel.aggregator.reports.privacy import privacy_section
 from ldptel.aggregator.reports.statistics import has_decoder_fit, item_statistics
 from ldptel.aggregator.state import StateKey
 from ldptel.client.campaign import CampaignConfig

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ldptel.aggregator.model import LevelRow, Privacy, Report
+from ldptel.aggregator.privacy import longitudinal, privacy_section
 from ldptel.aggregator.reports.categorical import build_report
 from ldptel.aggregator.reports.context import ReportContext
 from ldptel.aggregator.reports.document import head, items_of, mark_not_enough
 from ldptel.aggregator.reports.options import ReportOptions
-from ldptel.aggregator.reports.privacy import longitudinal, privacy_section
 from ldptel.aggregator.reports.statistics import estimate_statistics
 from ldptel.aggregator.state import StateKey
 from ldptel.client.campaign import CampaignConfig

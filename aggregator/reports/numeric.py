@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from ldptel.aggregator.model import Report
 from ldptel.aggregator.numeric import numeric_estimates
+from ldptel.aggregator.privacy import privacy_section
 from ldptel.aggregator.reports.context import ReportContext
 from ldptel.aggregator.reports.document import head, mark_not_enough
-from ldptel.aggregator.reports.privacy import privacy_section
 from ldptel.aggregator.state import StateKey
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.numeric import NumericMechanism

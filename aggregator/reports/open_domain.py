@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ldptel.aggregator.model import Discovery, Report
+from ldptel.aggregator.privacy import privacy_section
 from ldptel.aggregator.reports.context import ReportContext
 from ldptel.aggregator.reports.document import head, items_of, mark_not_enough
 from ldptel.aggregator.reports.options import Candidates, ReportOptions
-from ldptel.aggregator.reports.privacy import privacy_section
 from ldptel.aggregator.reports.statistics import (
     OPEN_CONSISTENCY,
     CandidateStatistics,

@@ -1,67 +1,24 @@
-"""A report's privacy: the guarantee in numbers (local, per window, over a user's whole
-history, central by shuffling) and the same in plain words, for every report kind."""
+"""A report's privacy in plain words: one sentence per number of its privacy section
+(aggregator/privacy.py computes the numbers), each naming its adversary, neighbouring
+relation and delta (ldptel.client.statements), for every report kind."""
 
 from __future__ import annotations
 
 import math
 
-from ldptel.aggregator.model import Longitudinal, Privacy, RapporPrivacy, Report
-from ldptel.aggregator.privacy import shuffle_amplification
-from ldptel.client.campaign import CampaignConfig, Mechanism
-from ldptel.client.ledger import guarantee
-from ldptel.client.oracles.rappor import Rappor
+from ldptel.aggregator.model import Report
 
-
-def privacy_section(config: CampaignConfig, oracle: Mechanism, n: int) -> Privacy:
-    """Local epsilon, per-user epsilon in the window, and the shuffle-amplified guarantee."""
-    per_user = oracle.epsilon * config.reports_per_window
-    users = n // config.reports_per_window
-    central = shuffle_amplification(per_user, users) if users > 0 else None
-    section: Privacy = {
-        "local_epsilon": oracle.epsilon,
-        "reports_per_window": config.reports_per_window,
-        "user_epsilon_per_window": per_user,
-        "lifetime_epsilon": config.lifetime_epsilon,
-        "central": central,
-        "longitudinal": longitudinal(config),
-    }
-    if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
-        section["rappor"] = rappor_privacy(oracle)
-        section["permanent_epsilon"] = oracle.permanent_epsilon
-    return section
-
-
-def longitudinal(config: CampaignConfig) -> Longitudinal:
-    """The ledger's guarantee over a user's whole history (ldptel.client.ledger.guarantee)."""
-    promise = guarantee(config)
-    return {
-        "memoization": promise.memoization,
-        "per_report_epsilon": promise.per_report_epsilon,
-        "window_epsilon": promise.window_epsilon,
-        "lifetime_epsilon": promise.lifetime_epsilon,
-        "holds_for": promise.holds_for,
-        "discloses": promise.discloses,
-        "statement": promise.statement,
-    }
-
-
-def rappor_privacy(oracle: Rappor) -> RapporPrivacy:
-    """RAPPOR's parameters as used and both of its guarantees."""
-    summary = oracle.privacy_summary()
-    return {
-        "epsilon": summary["epsilon"],
-        "permanent_epsilon": summary["permanent_epsilon"],
-        "k": summary["k"],
-        "h": summary["h"],
-        "m": summary["m"],
-        "f": summary["f"],
-        "p": summary["p"],
-        "q": summary["q"],
-    }
+TREE_SENTENCE = (
+    "Every install's reports of a horizon of {windows} windows were randomized on its device "
+    "together at epsilon = {eps:.3g} (memoization tree, local differential privacy): whatever "
+    "two value histories of the horizon, its reports are at most e^{eps:.3g} times more "
+    "likely under one than under the other."
+)
 
 
 def privacy_sentences(report: Report) -> list[str]:
-    """The privacy parameters of a report in plain words."""
+    """The privacy parameters of a report in plain words: one sentence per number, each
+    naming its adversary, neighbouring relation and delta (ldptel.client.statements)."""
     privacy = report["privacy"]
     if "levels" in privacy:
         return level_privacy_sentences(report)
@@ -72,6 +29,10 @@ def privacy_sentences(report: Report) -> list[str]:
         f"value, any report is at most e^{eps:.3g} = {math.exp(eps):.3g} times more likely "
         "under it than under any other value.",
     ]
+    if "tree" in report:  # memoization "tree": the bound is over a horizon's reports
+        lines[0] = TREE_SENTENCE.format(eps=eps, windows=report["tree"]["horizon_windows"])
+    if "local" in privacy:
+        lines.append(privacy["local"]["statement"])
     if privacy["reports_per_window"] > 1:
         lines.append(
             f"A user sends at most {privacy['reports_per_window']} reports per window, so a "
@@ -96,13 +57,13 @@ def privacy_sentences(report: Report) -> list[str]:
         )
         lines.append(
             "The collector keeps no identifying metadata, and this report depends only on the "
-            f"anonymous multiset of the window's reports (from {users}); by privacy "
-            "amplification by shuffling it is also "
-            f"({central['epsilon']:.3g}, {central['delta']:.1g})-differentially private in the "
-            "central sense (Feldman, McMillan, Talwar 2021)."
+            f"anonymous multiset of the window's reports (from {users}). " + central["statement"]
         )
     elif central:
-        lines.append(f"No amplification by shuffling is claimed: {central['reason']}.")
+        lines.append(central["statement"])
+    lifetime = privacy.get("central_lifetime")
+    if lifetime and lifetime["applies"]:
+        lines.append(lifetime["statement"])
     return lines
 
 

@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from ldptel.aggregator.model import Report, WindowDocument, from_json, to_json
-from ldptel.aggregator.reports import categorical, discovery, levels, numeric, open_domain
+from ldptel.aggregator.reports import categorical, discovery, levels, numeric, open_domain, tree
 from ldptel.aggregator.reports.context import ReportContext
 from ldptel.aggregator.reports.document import window_section
 from ldptel.aggregator.reports.options import Candidates, ReportOptions
 from ldptel.aggregator.state import StateKey, list_states
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import MEMO_TREE, CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.store import reports as stored_reports
 from ldptel.store.connection import RedisClient
@@ -29,6 +29,7 @@ BUILDERS: dict[str, Builder] = {
     "open_domain": open_domain.build,
     "discovery": discovery.build,
     "numeric": numeric.build,
+    "tree": tree.build,
 }
 
 
@@ -36,6 +37,8 @@ def report_kind(config: CampaignConfig) -> str:
     """Which builder reports a config's states: a key of BUILDERS."""
     if config.levels:
         return "levels"
+    if config.memoization == MEMO_TREE:
+        return "tree"
     if config.numeric:
         return "numeric"
     if config.discovers:
