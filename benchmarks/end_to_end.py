@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ldptel.cli.demo import Stage
+from ldptel.cli.demo_process import Stage
 from ldptel.cli.main import main as ldptel
 
 README = Path(__file__).with_name("README.md")

@@ -65,17 +65,9 @@ def fill_daily(
     from ldptel.aggregator.reports import build_window
     from ldptel.aggregator.worker import Worker
     from ldptel.analysis.longitudinal import tree_batches
-    from ldptel.cli.demo import (
-        ADMIN_APP,
-        BATCH,
-        Filled,
-        SimulatedClock,
-        Stage,
-        _step,
-        admin_post,
-        post_batch,
-        serve,
-    )
+    from ldptel.cli.demo import Filled, run_step
+    from ldptel.cli.demo_driver import ADMIN_APP, BATCH, admin_post, post_batch
+    from ldptel.cli.demo_process import SimulatedClock, Stage, serve
     from ldptel.client.campaign import CampaignConfig
     from ldptel.client.transport import Transport
     from ldptel.client.tree_config import tree_shape
@@ -89,7 +81,7 @@ def fill_daily(
         {"redis_url": redis_url, "admin_token": admin_token, "rate_limit": 0}, clock=clock.now
     )
     base_url = stack.enter_context(serve(app))
-    created = _step(
+    created = run_step(
         "registering campaign",
         show,
         lambda: admin_post(base_url, "/v1/campaigns", admin_token, campaign),

@@ -16,7 +16,7 @@ from typing import Any
 import requests
 
 from ldptel.aggregator.reports import build_window, store_window
-from ldptel.cli import demo
+from ldptel.cli import demo, demo_process
 from ldptel.client.campaign import DAY
 from ldptel.collector import create_app as create_collector
 from ldptel.dashboard import create_app as create_dashboard
@@ -102,8 +102,8 @@ def serve_site() -> Iterator[Site]:
         collector = create_collector({"redis_url": server.url, "analyst_token": ANALYST_TOKEN})
         yield Site(
             client=client,
-            dashboard=stack.enter_context(demo.serve(create_dashboard(client))),
-            collector=stack.enter_context(demo.serve(collector)),
+            dashboard=stack.enter_context(demo_process.serve(create_dashboard(client))),
+            collector=stack.enter_context(demo_process.serve(collector)),
             campaign=demo.CAMPAIGN,
             windows=list(reports.versions(client, demo.CAMPAIGN)),
         )

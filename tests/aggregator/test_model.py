@@ -19,7 +19,7 @@ from ldptel.aggregator.model import DocumentError, WindowDocument, from_json, to
 from ldptel.aggregator.reports import build_window, load_window, store_window
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
-from ldptel.cli.demo import serve
+from ldptel.cli.demo_process import serve
 from ldptel.client.campaign import CampaignConfig
 from ldptel.collector import create_app
 from ldptel.store import codec, keys

@@ -15,7 +15,7 @@ import numpy as np
 from ldptel_command import ldptel, one_line_error
 
 from ldptel.aggregator.model import from_json
-from ldptel.cli.demo import COMMON_COLORS, PEM_MAX_LENGTH, color_answers
+from ldptel.cli.demo_data import COMMON_COLORS, PEM_MAX_LENGTH, color_answers
 from ldptel.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from ldptel.aggregator.worker import Worker
-from ldptel.cli.demo import serve
+from ldptel.cli.demo_process import serve
 from ldptel.collector import create_app
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))

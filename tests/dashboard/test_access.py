@@ -16,7 +16,7 @@ import requests
 from dashboard_site import ANALYST_TOKEN as TOKEN
 from dashboard_site import cookie_value, csrf_field, sign_in
 
-from ldptel.cli.demo import serve
+from ldptel.cli.demo_process import serve
 from ldptel.dashboard import create_app
 from ldptel.dashboard.access import (
     LOGIN_WINDOW_SECONDS,

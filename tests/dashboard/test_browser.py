@@ -14,7 +14,7 @@ import pytest
 from chromium import launch
 from dashboard_site import ANALYST_TOKEN, WINDOWS, Site
 
-from ldptel.cli.demo import serve
+from ldptel.cli.demo_process import serve
 from ldptel.dashboard import create_app
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".artifacts" / "dashboard"

@@ -12,7 +12,7 @@ from scipy.stats import chi2, poisson
 from ldptel.aggregator.reports import OK, ReportOptions
 from ldptel.aggregator.reports.statistics import item_statistics
 from ldptel.aggregator.worker import Worker
-from ldptel.cli.demo import serve
+from ldptel.cli.demo_process import serve
 from ldptel.client.campaign import CampaignConfig
 from ldptel.dashboard import create_app
 from ldptel.dashboard.change import change

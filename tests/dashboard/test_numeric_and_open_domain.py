@@ -23,7 +23,7 @@ from ldptel.aggregator.reports import (
     store_window,
 )
 from ldptel.aggregator.worker import Worker
-from ldptel.cli.demo import serve
+from ldptel.cli.demo_process import serve
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles import ReportBatch

@@ -16,7 +16,8 @@ import requests
 from dashboard_site import ANALYST_TOKEN, WINDOWS, Site, sign_in
 
 from ldptel.aggregator.reports import significance_z
-from ldptel.cli.demo import item_names, serve
+from ldptel.cli.demo_data import item_names
+from ldptel.cli.demo_process import serve
 from ldptel.dashboard import create_app
 
 
