@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 import platformdirs
 import xxhash
 
-from ldptel.client import clock, configs, ledger, memo, spool, statedb
+from ldptel.client import clock, configs, ledger, lifetime, memo, spool, statedb
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.clock import ServerClock
 from ldptel.client.configs import Known
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 LOG = logging.getLogger("ldptel.client")
-SCHEMAS = (ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA, clock.SCHEMA)
+SCHEMAS = (ledger.SCHEMA, lifetime.SCHEMA, memo.SCHEMA, spool.SCHEMA, clock.SCHEMA)
 #: Seconds before a window's end (on the collector's clock) from which a report is charged
 #: to the next window, and no batch of the window is posted: a post may take the transport
 #: timeout, and the collector's Date is truncated to the second.
@@ -363,7 +363,7 @@ class Reporter:
                 return ReportStatus.LEVEL_NOT_COLLECTED
             randomizer = state.randomizer
             with transaction(conn):
-                wire, cost = randomizer.spend(conn, randomized)
+                wire, cost = randomizer.spend(conn, randomized, window)
                 ledger.charge(conn, campaign, window, config.window_seconds, cost, state.budget)
                 spool.append(conn, campaign, randomizer.config_id, window, now, wire, name)
             randomizer.committed(randomized, wire)
