@@ -363,7 +363,7 @@ export class Reporter {
     const memoSecret = this.memoSecret as Uint8Array;
     const joined: { batch: [string, BatchRow, string] | null } = { batch: null };
     await store.transact(async (tx) => {
-      const { wire, cost } = await spend(tx, config, level, checked, memoSecret, this.rng);
+      const { wire, cost } = await spend(tx, config, level, checked, memoSecret, this.rng, window);
       await charge(tx, campaign, window, config.windowSeconds, cost, budget);
       const meta = await this.meta(tx);
       meta.seq += 1;
