@@ -144,6 +144,9 @@ class CollectorConfig:
     redis_wait_replicas: int = 0
     #: How long a request waits for those replicas (must be shorter than the socket timeout).
     redis_wait_timeout_seconds: float = 1.0
+    #: Web origins whose pages may report from a browser (CORS, collector/cors.py), comma-
+    #: separated (`https://app.example,https://www.example`), `*` for any; "" = none.
+    cors_origins: str = ""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> CollectorConfig:
