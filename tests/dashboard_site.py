@@ -83,8 +83,6 @@ def demo_arguments(*argv: str) -> argparse.Namespace:
     demo.add_arguments(parser)
     args = parser.parse_args(list(argv))
     args.sdk_users = 0  # the SDK path is the demo test's; here only the HTTP users
-    if args.epsilon is None:  # demo.run's default for the screens scenario
-        args.epsilon = 1.0
     return args
 
 
