@@ -16,7 +16,7 @@ from typing import Any
 import platformdirs
 import pytest
 from collector_api import campaign_config
-from conftest import FAST
+from reporter_settings import FAST
 from served_collector import served
 
 from ldptel.client import Reporter, clock, ledger
