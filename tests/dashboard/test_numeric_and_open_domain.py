@@ -63,7 +63,7 @@ def numeric_campaign(client: Any) -> CampaignConfig:
 def open_campaign(client: Any, frequent: tuple[str, str] = ("tea", "coffee")) -> CampaignConfig:
     """A CMS campaign of free text, one window with two frequent answers and a rare one."""
     config = CampaignConfig.from_dict(
-        {"name": "answers", "oracle": "cms", "epsilon": 4.0, "max_length": 32,
+        {"name": "answers", "oracle": "cms", "epsilon": 4.0, "max_length": 64,
          "params": {"k": 64, "m": 256}}
     ).as_created()  # fmt: skip
     Registry(client).create(config)
