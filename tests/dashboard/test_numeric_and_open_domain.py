@@ -140,7 +140,7 @@ def test_chromium_shows_the_mean_trend_and_the_discovered_strings(redis_client: 
             page = browser.new_page()
             page.goto(f"{base}/")
             assert page.locator("tr[data-campaign=answers] td.domain").inner_text() == (
-                "free text, max_length 32 bytes"
+                "free text, max_length 64 bytes"
             )
             page.goto(f"{base}/campaigns/latency")
             assert page.locator("svg.trend circle.point").count() == 3
