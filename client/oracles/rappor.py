@@ -22,7 +22,6 @@ import hmac
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from ldptel.client.oracles.base import (
     check_labels,
     decode_int_field,
 )
+from ldptel.client.oracles.rappor_decode import RapporFit, design_variance, fit_candidates
 from ldptel.client.oracles.unary import (
     decode_bit_vectors,
     encode_bit_vectors,
@@ -47,6 +47,7 @@ from ldptel.client.oracles.unary import (
     unpack_bits,
 )
 from ldptel.client.randomness import Rng, SecureRandom, default_rng
+from ldptel.client.samplers import sample_bernoulli, uniform_bytes
 
 #: The PRR coin of bit i is a 32-bit uniform u_i; u_i < t gives 1, t <= u_i < 2t gives 0, and
 #: otherwise the Bloom bit is kept, with t = round(f * 2^31): so f is used as 2t / 2^32 exactly.
@@ -99,32 +100,6 @@ def permanent_epsilon(h: int, f: float) -> float:
     """eps_inf = 2h ln((1 - f/2) / (f/2)): the bound for any number of reports of one value
     (Erlingsson et al. 2014, Sec. 3.2), since they all share one PRR."""
     return math.inf if f <= 0 else 2 * h * math.log((1 - f / 2) / (f / 2))
-
-
-@dataclass(frozen=True)
-class RapporFit:
-    """The decoded counts of the candidates, and how sure the fit is of each.
-
-    `least_squares`: every candidate was identifiable and fitted by ordinary least squares
-    (unbiased, may be negative; its stderr is the repetition standard deviation within a few
-    percent). Otherwise (`lasso`, or a design that cannot separate the candidates) the fit is
-    non-negative (NNLS): 0 for candidates it did not select, biased towards 0 near it, and its
-    stderr, conditional on the selection, is not calibrated.
-    `estimate` is the fitted count, `stderr` its standard error (NaN if not selected),
-    `pvalue` the one-sided p-value of "count > 0" (1 if not selected), `significant` whether
-    it passes the Bonferroni-corrected level. Candidates that are not significant keep their
-    fitted estimate: they are reported as not significant, not as zero.
-    """
-
-    estimate: NDArray[np.float64]
-    stderr: NDArray[np.float64]
-    pvalue: NDArray[np.float64]
-    significant: NDArray[np.bool_]
-    selected: NDArray[np.bool_]
-    n: int
-    alpha: float
-    lasso: bool
-    least_squares: bool
 
 
 class Rappor(FrequencyOracle):
@@ -257,9 +232,13 @@ class Rappor(FrequencyOracle):
 
     # -- client --------------------------------------------------------------------------------
     def irr(self, prr: NDArray[Any], rng: Rng) -> NDArray[np.uint8]:
-        """Instantaneous randomized response of (n, k) PRR bits: 1 w.p. q if set, else p."""
-        u = rng.random(prr.shape)
-        return np.where(prr.astype(bool), u < self.q, u < self.p).astype(np.uint8)
+        """Instantaneous randomized response of (n, k) PRR bits: 1 w.p. q if set, else p,
+        each an exact Bernoulli draw of the float's value (no float is sampled)."""
+        set_bits = prr.astype(bool)
+        out = np.empty(prr.shape, dtype=np.uint8)
+        out[set_bits] = sample_bernoulli(rng, self.q, int(set_bits.sum()))
+        out[~set_bits] = sample_bernoulli(rng, self.p, int(set_bits.size - set_bits.sum()))
+        return out
 
     def perturb_cohorts(
         self, values: NDArray[np.integer[Any]], cohorts: NDArray[np.integer[Any]], rng: Rng
@@ -269,9 +248,10 @@ class Rappor(FrequencyOracle):
         bloom = self.bloom_bits(
             np.asarray(cohorts, dtype=np.int64), np.asarray(values, dtype=np.int64)
         )
-        u = rng.random(bloom.shape)
-        half = self.f / 2
-        prr = np.where(u < half, 1, np.where(u < self.f, 0, bloom))
+        # The PRR coins of RapporClient.prr, drawn fresh: uniform 32-bit words against t, 2t.
+        coins = uniform_bytes(rng, 4 * bloom.size).view("<u4").reshape(bloom.shape)
+        t = self.prr_threshold
+        prr = np.where(coins < t, 1, np.where(coins < 2 * t, 0, bloom))
         cohort_column = np.asarray(cohorts, dtype=np.uint32)
         return {"cohort": cohort_column, "bits": pack_bits(self.irr(prr, rng))}
 
@@ -339,8 +319,6 @@ class Rappor(FrequencyOracle):
         """Decode the candidates' counts (see RapporFit), testing each at level alpha / d.
         `lasso` (select candidates first) defaults to True when there are more candidates
         than a quarter of the (cohort, bit) cells."""
-        from ldptel.client.oracles.rappor_decode import fit_candidates
-
         key = (np.asarray(support, dtype=np.int64).tobytes(), alpha, lasso)
         last = self._last_fit
         if last is not None and last[0] == key:
@@ -368,8 +346,6 @@ class Rappor(FrequencyOracle):
     ) -> NDArray[np.float64]:
         """Approximate variance of the unconstrained least-squares fit on all candidates,
         with n/m reports per cohort; infinite when the design cannot separate them."""
-        from ldptel.client.oracles.rappor_decode import design_variance
-
         return design_variance(self, n, frequencies)
 
     # -- privacy audit -------------------------------------------------------------------------

@@ -11,13 +11,59 @@ its constants, is in docs/protocol.md ("rappor", "Aggregation").
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-if TYPE_CHECKING:
-    from ldptel.client.oracles.rappor import Rappor, RapporFit
+
+class Rappor(Protocol):
+    """What decoding needs of a RAPPOR oracle (ldptel.client.oracles.rappor.Rappor): its
+    sizes, the IRR-and-PRR probabilities of a reported bit, the candidates' Bloom design and
+    the per-bit estimates. A protocol, so this module does not import the oracle's."""
+
+    @property
+    def domain_size(self) -> int: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def m(self) -> int: ...
+    @property
+    def p_star(self) -> float: ...
+    @property
+    def q_star(self) -> float: ...
+    def design(self) -> NDArray[np.float64]: ...
+    def bit_estimates(
+        self, support: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]: ...
+
+
+@dataclass(frozen=True)
+class RapporFit:
+    """The decoded counts of the candidates, and how sure the fit is of each.
+
+    `least_squares`: every candidate was identifiable and fitted by ordinary least squares
+    (unbiased, may be negative; its stderr is the repetition standard deviation within a few
+    percent). Otherwise (`lasso`, or a design that cannot separate the candidates) the fit is
+    non-negative (NNLS): 0 for candidates it did not select, biased towards 0 near it, and its
+    stderr, conditional on the selection, is not calibrated.
+    `estimate` is the fitted count, `stderr` its standard error (NaN if not selected),
+    `pvalue` the one-sided p-value of "count > 0" (1 if not selected), `significant` whether
+    it passes the Bonferroni-corrected level. Candidates that are not significant keep their
+    fitted estimate: they are reported as not significant, not as zero.
+    """
+
+    estimate: NDArray[np.float64]
+    stderr: NDArray[np.float64]
+    pvalue: NDArray[np.float64]
+    significant: NDArray[np.bool_]
+    selected: NDArray[np.bool_]
+    n: int
+    alpha: float
+    lasso: bool
+    least_squares: bool
+
 
 #: FISTA iterations of the non-negative LASSO (a selection step, refitted by NNLS after).
 LASSO_ITERATIONS = 400
@@ -102,8 +148,6 @@ def fit_candidates(
     oracle: Rappor, support: NDArray[np.int64], alpha: float, lasso: bool | None
 ) -> RapporFit:
     """See Rappor.fit."""
-    from ldptel.client.oracles.rappor import RapporFit
-
     if not 0 < alpha < 1:
         raise ValueError("alpha must be in (0, 1)")
     d = oracle.domain_size

@@ -153,6 +153,30 @@ def test_client_state_is_validated() -> None:
     assert 0 <= RapporClient.create(oracle).cohort < 64
 
 
+class NoFloats(np.random.Generator):
+    """A generator that refuses to draw floats: the client's laws are exact integer draws."""
+
+    def random(self, *args: object, **kwargs: object) -> np.ndarray:  # type: ignore[override]
+        raise AssertionError("a float was sampled")
+
+
+def test_no_float_is_sampled_on_the_client_or_in_simulations() -> None:
+    oracle = google()
+    rng = NoFloats(np.random.PCG64(1))
+    client = RapporClient(oracle, b"s" * 32, cohort=3)
+    assert {client.report(2, rng)["cohort"] for _ in range(5)} == {3}
+    assert oracle.perturb_batch(np.arange(20), rng)["bits"].shape[0] == 20
+
+
+def test_instantaneous_bits_are_one_with_q_if_set_and_p_if_not() -> None:
+    oracle = Rappor(epsilon=10.0, domain_size=20, **{**GOOGLE, "p": 0.25, "q": 0.875})  # type: ignore[arg-type]
+    prr = np.tile(np.array([1, 0], dtype=np.uint8), (20_000, 8))
+    irr = oracle.irr(prr, np.random.default_rng(2))
+    for bits, prob in ((irr[prr == 1], 0.875), (irr[prr == 0], 0.25)):
+        z = (bits.mean() - prob) / math.sqrt(prob * (1 - prob) / bits.size)
+        assert abs(z) < Z_LIMIT
+
+
 # -- estimates ------------------------------------------------------------------------------
 
 COUNTS = np.array([60_000, 40_000, 25_000, 15_000, 10_000, 8_000] + [0] * 14)
