@@ -261,6 +261,30 @@ class Numeric(_Numeric, total=False):
     distribution: DistributionEstimate
 
 
+class TreeNode(TypedDict):
+    """One node of a window's prefix: its level, first window (index in the horizon) and
+    the sum of the +-1 bits reported for it, per tracked item."""
+
+    level: int
+    start: int
+    sums: list[int]
+
+
+class TreeSection(TypedDict):
+    """Memoization "tree" (ldptel.client.tree): where the window lies in its horizon, the
+    nodes its estimates sum (read from the window states at each node's end), and what an
+    install past max_changes does to them."""
+
+    horizon: int
+    window_index: int
+    horizon_windows: int
+    max_changes: int
+    levels: int
+    nodes: list[TreeNode]
+    method: str
+    past_max_changes: str
+
+
 class _Report(TypedDict):
     campaign: str
     config_id: str
@@ -292,6 +316,8 @@ class Report(_Report, total=False):
     #: A numeric campaign (a range instead of a domain): the mean and distribution (absent
     #: while n < min_reports, as its items would be).
     numeric: Numeric
+    #: Memoization "tree": the window's place in its horizon and the nodes summed.
+    tree: TreeSection
     #: Present when the stated stderr and intervals are not calibrated (full RAPPOR decoded
     #: by its LASSO selection, more candidates than m k / 4): why, and how far off.
     uncalibrated: str

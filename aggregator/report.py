@@ -33,6 +33,13 @@ from ldptel.aggregator.model import (
 from ldptel.aggregator.numeric import numeric_estimates
 from ldptel.aggregator.privacy import longitudinal, privacy_section
 from ldptel.aggregator.state import LogView, StateKey, list_states, read_log, read_state
+from ldptel.aggregator.tree import (
+    prefix_nodes,
+    tree_counts,
+    tree_section,
+    tree_variance,
+    with_tree,
+)
 from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.discovery.threshold import candidates_threshold
@@ -46,6 +53,7 @@ from ldptel.client.oracles.olh import OpenDomainOLH
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.oracles.rappor_decode import alone_variance
 from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.tree_wire import TreeReports
 from ldptel.store import reports as stored_reports
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
@@ -231,6 +239,8 @@ def privacy_sentences(report: Report) -> list[str]:
         f"value, any report is at most e^{eps:.3g} = {math.exp(eps):.3g} times more likely "
         "under it than under any other value.",
     ]
+    if "tree" in report:  # memoization "tree": the bound is over a horizon's reports
+        lines[0] = TREE_SENTENCE.format(eps=eps, windows=report["tree"]["horizon_windows"])
     if "local" in privacy:
         lines.append(privacy["local"]["statement"])
     if privacy["reports_per_window"] > 1:
@@ -749,6 +759,42 @@ def level_reports(
     return [combined_report(config, state, parts, rows, options, built_at), *reports]
 
 
+TREE_SENTENCE = (
+    "Every install's reports of a horizon of {windows} windows were randomized on its device "
+    "together at epsilon = {eps:.3g} (memoization tree, local differential privacy): whatever "
+    "two value histories of the horizon, its reports are at most e^{eps:.3g} times more "
+    "likely under one than under the other."
+)
+
+
+def tree_report(
+    client: RedisClient,
+    name: str,
+    shards: range,
+    config: CampaignConfig,
+    mechanism: TreeReports,
+    state: StateKey,
+    n: int,
+    support: NDArray[np.int64],
+    options: ReportOptions,
+    built_at: float | None,
+) -> Report:
+    """A memoization "tree" config's window: counts from prefix sums (aggregator/tree.py)."""
+    privacy = privacy_section(config, mechanism, n)
+    # A window's estimate sums reports of up to L windows: the one-window shuffle bound is
+    # not claimed for it.
+    privacy["central"] = None
+    report = _head(config, state, mechanism.name, mechanism.epsilon, n, options, built_at, privacy)
+    horizon, t, nodes = prefix_nodes(client, name, shards, config, mechanism, state, support)
+    with_tree(report, tree_section(mechanism, horizon, t, nodes))
+    if _not_enough(report):
+        return report
+    counts = tree_counts(mechanism, nodes, n, config.domain_size)
+    variance_of = tree_variance(mechanism, t, config.domain_size)
+    report["items"] = _items(config.domain, estimate_statistics(counts, variance_of, n, options))
+    return report
+
+
 def window_shards(registry: Registry, name: str) -> range:
     return range(registry.shard_count(name))
 
@@ -794,6 +840,10 @@ def build_window(
                 )  # fmt: skip
                 continue
             n, support = read_state(client, name, shards, state, oracle.support_size)
+            if isinstance(oracle, TreeReports):
+                tree_args = (client, name, shards, config, oracle, state, n, support)
+                reports.append(tree_report(*tree_args, options, built_at))
+                continue
             if isinstance(oracle, PrefixExtendingMethod):
                 if candidates is not None and candidates.values:
                     raise ParameterError(

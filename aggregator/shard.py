@@ -25,7 +25,7 @@ from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import ReportBatch
 from ldptel.client.oracles.base import ReportLog, ReportMechanism
 from ldptel.store import codec, keys
-from ldptel.store.codec import CorruptEntryError
+from ldptel.store.codec import CorruptEntryError, Quarantine
 from ldptel.store.connection import (
     SLOT_MOVED_ERRORS,
     RedisClient,
@@ -43,6 +43,9 @@ CELL_BUDGET = 1 << 24
 READ_BUDGET = 32 << 20
 #: Quarantined entries kept for inspection (approximate cap; XADD MAXLEN ~).
 QUARANTINE_MAXLEN = 100_000
+PRUNED_REASON = "its window's state was pruned (ldptel aggregator prune)"
+#: The entries of a step set aside, by id: why (the quarantine code) and the reason in words.
+Rejected = dict[bytes, tuple[Quarantine, str]]
 
 
 @dataclass
@@ -99,13 +102,20 @@ def parse_entry(registry: Registry, name: str, fields: dict[bytes, bytes]) -> Pa
     raises CorruptEntryError."""
     entry = codec.decode(fields)
     config = registry.config(entry.config_id)
+    if config is None and entry.config_id in registry.refused:
+        reason = registry.refused[entry.config_id]
+        raise CorruptEntryError(Quarantine.CONFIG_REFUSED, f"config refused: {reason}")
     if config is None:
-        raise CorruptEntryError(f"unknown config id {entry.config_id!r}")
+        raise CorruptEntryError(Quarantine.UNKNOWN_CONFIG, f"unknown config id {entry.config_id!r}")
     if config.name != name:
-        raise CorruptEntryError(f"config {entry.config_id} belongs to campaign {config.name!r}")
+        raise CorruptEntryError(
+            Quarantine.OTHER_CAMPAIGN,
+            f"config {entry.config_id} belongs to campaign {config.name!r}",
+        )
     if entry.window % config.window_seconds:
         raise CorruptEntryError(
-            f"window {entry.window} is not a multiple of {config.window_seconds} s"
+            Quarantine.WINDOW_MISALIGNED,
+            f"window {entry.window} is not a multiple of {config.window_seconds} s",
         )
     try:
         oracle = registry.oracle(entry.config_id, entry.level)
@@ -113,12 +123,13 @@ def parse_entry(registry: Registry, name: str, fields: dict[bytes, bytes]) -> Pa
         oracle = None
     if oracle is None:
         raise CorruptEntryError(
-            f"privacy level {entry.level!r} is not defined by config {entry.config_id}"
+            Quarantine.UNKNOWN_LEVEL,
+            f"privacy level {entry.level!r} is not defined by config {entry.config_id}",
         )
     try:
         batch = oracle.unpack(entry.packed, entry.n)
     except LdptelError as error:
-        raise CorruptEntryError(str(error)) from None
+        raise CorruptEntryError(Quarantine.UNDECODABLE, str(error)) from None
     return Parsed(StateKey(entry.window, entry.config_id, entry.level), oracle, entry.n, batch)
 
 
@@ -262,15 +273,15 @@ class ShardStep:
 
     def _parse(
         self, entries: list[tuple[bytes, dict[bytes, bytes]]]
-    ) -> tuple[dict[StateKey, list[tuple[bytes, Parsed]]], dict[bytes, str]]:
+    ) -> tuple[dict[StateKey, list[tuple[bytes, Parsed]]], Rejected]:
         """Entries grouped by state, and the rejected ones with their reasons."""
         groups: dict[StateKey, list[tuple[bytes, Parsed]]] = defaultdict(list)
-        rejected: dict[bytes, str] = {}
+        rejected: Rejected = {}
         for entry_id, fields in entries:
             try:
                 parsed = parse_entry(self.registry, self.name, fields)
             except CorruptEntryError as error:
-                rejected[entry_id] = str(error)
+                rejected[entry_id] = (error.code, str(error))
                 continue
             groups[parsed.state].append((entry_id, parsed))
         return groups, rejected
@@ -279,7 +290,7 @@ class ShardStep:
         self,
         pipe: Pipeline,
         groups: dict[StateKey, list[tuple[bytes, Parsed]]],
-        rejected: dict[bytes, str],
+        rejected: Rejected,
     ) -> None:
         """Move the entries of pruned states (aggregator/retention.py) to `rejected`: counted
         into a new, partial state, they would rebuild and replace that window's report."""
@@ -290,13 +301,13 @@ class ShardStep:
         for state, pruned in zip(states, flags, strict=True):
             if pruned:
                 for entry_id, _ in groups.pop(state):
-                    rejected[entry_id] = "its window's state was pruned (ldptel aggregator prune)"
+                    rejected[entry_id] = (Quarantine.PRUNED, PRUNED_REASON)
 
     def _deltas(
         self,
         pipe: Pipeline,
         groups: dict[StateKey, list[tuple[bytes, Parsed]]],
-        rejected: dict[bytes, str],
+        rejected: Rejected,
     ) -> list[Delta]:
         """(Before MULTI) each state's support delta, with the packed vector it adds to; the
         corrupt entries join `rejected`."""
@@ -310,7 +321,10 @@ class ShardStep:
                 support, corrupt = group_support(oracle, members)
                 delta = Delta(state, 0, support)
             for entry_id in corrupt:
-                rejected[entry_id] = "report values outside the oracle's range"
+                rejected[entry_id] = (
+                    Quarantine.OUT_OF_RANGE,
+                    "report values outside the oracle's range",
+                )
             delta.n = sum(parsed.n for entry_id, parsed in members if entry_id not in rejected)
             if not delta.n:
                 continue
@@ -324,7 +338,7 @@ class ShardStep:
         self,
         pipe: Pipeline,
         deltas: list[Delta],
-        rejected: dict[bytes, str],
+        rejected: Rejected,
         fields_by_id: dict[bytes, dict[bytes, bytes]],
         result: StepResult,
     ) -> None:
@@ -339,8 +353,8 @@ class ShardStep:
                 )
             result.reports += delta.n
             result.touched.add(delta.state)
-        for entry_id, reason in rejected.items():
+        for entry_id, (code, reason) in rejected.items():
             moved: dict[FieldT, EncodableT] = dict(fields_by_id[entry_id].items())
-            moved.update({b"entry": entry_id, b"reason": reason.encode()})
+            moved.update({b"entry": entry_id, b"code": code.value, b"reason": reason.encode()})
             pipe.xadd(self.quarantine, moved, maxlen=QUARANTINE_MAXLEN, approximate=True)
         result.quarantined = len(rejected)

@@ -32,12 +32,15 @@ def add_oracle_arguments(
     epsilon_required: bool = True,
     numeric: bool = False,
     domain_required: bool = True,
+    oracle_required: bool = True,
 ) -> None:
     """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand; with
     `numeric`, also --range for the numeric mechanisms (then --domain-size is optional, as it
     is without `domain_required`)."""
     names = ", ".join([*ORACLES, *(NUMERIC_MECHANISMS if numeric else ())])
-    parser.add_argument("--oracle", required=True, help=f"oracle name: {names} (or an alias)")
+    parser.add_argument(
+        "--oracle", required=oracle_required, help=f"oracle name: {names} (or an alias)"
+    )
     parser.add_argument(
         "--epsilon", required=epsilon_required, metavar="E", help="privacy budget, > 0"
     )

@@ -38,6 +38,7 @@ from ldptel.cli.oracle_options import (
     rng_from_args,
 )
 from ldptel.cli.progress import ProgressLine
+from ldptel.cli.simulate_longitudinal import add_longitudinal_arguments, run_longitudinal
 from ldptel.cli.simulate_numeric import run_numeric
 from ldptel.cli.table import format_table
 from ldptel.cli.values_file import oracle_over_file
@@ -53,7 +54,9 @@ DEFAULT_TOP = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_oracle_arguments(parser, epsilon_required=False, numeric=True)
+    # --oracle is checked in `run`: a longitudinal run (--windows) draws through DE and the tree.
+    add_oracle_arguments(parser, epsilon_required=False, numeric=True, oracle_required=False)
+    add_longitudinal_arguments(parser)
     parser.add_argument(
         "--levels",
         metavar="NAME:EPS:FRACTION,...",
@@ -114,6 +117,10 @@ def _simulation_inputs(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.windows is not None:
+        return run_longitudinal(args)
+    if args.oracle is None:
+        raise ParameterError("oracle", "is required (or give --windows for a longitudinal run)")
     if args.range is not None:
         return run_numeric(args)
     args.distribution = args.distribution or DISTRIBUTIONS[0]

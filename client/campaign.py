@@ -46,13 +46,20 @@ from ldptel.client.oracles.auto import (
     choose_oracle,
 )
 from ldptel.client.oracles.base import check_epsilon, check_int
+from ldptel.client.tree_config import (
+    check_tree_fields,
+    resolve_memoization,
+    tree_shape,
+    with_tree_defaults,
+)
+from ldptel.client.tree_wire import TreeReports
 
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
 #: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
 #: storage, integer support: all the collector and the window state need); the union lets the
 #: SDK and the report builder tell the two kinds apart. An open-domain "pem" campaign's is
 #: PEM's reports (client/discovery/pem.py), a ReportMechanism too.
-Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod
+Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod | TreeReports
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -63,7 +70,10 @@ DAY = 86_400
 #: only between histories with the same change pattern, which the reports disclose.
 MEMO_NONE = "none"
 MEMO_EXACT = "exact_discloses_changes"
-MEMOIZATION_MODES = (MEMO_NONE, MEMO_EXACT)
+#: "tree" tracks changes over a horizon of windows (ldptel.client.tree: Erlingsson et al.,
+#: SODA 2019): epsilon once per horizon, between any two value histories.
+MEMO_TREE = "tree"
+MEMOIZATION_MODES = (MEMO_NONE, MEMO_EXACT, MEMO_TREE)
 #: Open-domain campaigns: the largest max_length (UTF-8 bytes). The report carries only a
 #: hash, so the length costs nothing on the wire; it bounds what candidates need to cover.
 MAX_OPEN_LENGTH = 4096
@@ -110,6 +120,11 @@ class CampaignConfig:
     #: How clients reuse randomization across reports (MEMOIZATION_MODES); absent from the
     #: canonical JSON when "none", so configs from before keep their ids.
     memoization: str = MEMO_NONE
+    #: Memoization "tree" only (absent from the JSON otherwise, so other configs keep their
+    #: ids): the windows of a horizon (T) and the changes an install tracks in one (K);
+    #: defaults derived when the config is created (`as_created`, client/tree_config.py).
+    horizon_windows: int | None = None
+    max_changes: int | None = None
     #: Per privacy level, the parameters derived from that level's epsilon (OLH's g, SS's k,
     #: RAPPOR's f, THE's theta) that `params` does not fix, written when the config is
     #: created (`as_created`); absent from the JSON when empty.
@@ -168,10 +183,11 @@ class CampaignConfig:
         strategy, threshold = check_strategy(
             data.get("level_strategy", "optimal"), data.get("level_threshold"), levels
         )
-        memoization = data.get("memoization", MEMO_NONE)
+        memoization = resolve_memoization(data, MEMO_NONE)
         if memoization not in MEMOIZATION_MODES:
             raise ParameterError("memoization", f"must be one of {', '.join(MEMOIZATION_MODES)}")
         lifetime_delta = _check_lifetime_delta(data.get("lifetime_delta"), memoization)
+        horizon, changes = check_tree_fields(data, memoization)
         other = data.get("other_label")
         if other is not None and other not in domain:
             raise ParameterError("other_label", "must be null or a label of the domain")
@@ -201,6 +217,8 @@ class CampaignConfig:
             oracle_choice=choice,
             level_params=_check_level_params(data.get("level_params", {}), levels),
             memoization=memoization,
+            horizon_windows=horizon,
+            max_changes=changes,
             range=value_range,
         )
         config.build_mechanism()  # the oracle validates its own parameters
@@ -235,6 +253,9 @@ class CampaignConfig:
             del data["lifetime_delta"]  # absent unless declared: older configs keep their ids
         if self.memoization == MEMO_NONE:
             del data["memoization"]  # absent when the default: older configs keep their ids
+        for tree_field in ("horizon_windows", "max_changes"):
+            if data[tree_field] is None:
+                del data[tree_field]  # absent unless memoization "tree": ids unchanged
         data["levels"] = dict(self.levels)
         if not self.levels:  # absent, so that configs from before levels keep their ids
             for key in ("levels", "level_strategy", "level_threshold"):
@@ -315,6 +336,8 @@ class CampaignConfig:
         `level_params` when the config declares levels. Served with the config, so that no
         client derives one, and stored, so that neither a later default nor another rounding
         rule can change what an existing campaign's reports mean."""
+        if self.memoization == MEMO_TREE and None in (self.horizon_windows, self.max_changes):
+            return with_tree_defaults(self).as_created()
         oracle = self.build_mechanism()
         if not self.levels:
             derived = {**oracle.fixed_params(), **oracle.derived_params()}
@@ -339,7 +362,9 @@ class CampaignConfig:
 
     def build_mechanism(self, epsilon: float | None = None, level: str = "") -> Mechanism:
         """The frequency oracle or numeric mechanism this config describes (`build_oracle`
-        or `build_numeric`)."""
+        or `build_numeric`); a memoization "tree" config's tree reports (client/tree_wire.py)."""
+        if self.memoization == MEMO_TREE:
+            return TreeReports(replace(tree_shape(self), epsilon=epsilon or self.epsilon))
         if self.numeric:
             return self.build_numeric(epsilon)
         if self.discovers:
@@ -370,9 +395,15 @@ class CampaignConfig:
         low, high = self.range
         epsilon = self.epsilon if epsilon is None else epsilon
         try:
-            return numeric_class(self.oracle)(epsilon=epsilon, low=low, high=high, **self.params)
+            mechanism = numeric_class(self.oracle)(
+                epsilon=epsilon, low=low, high=high, **self.params
+            )
         except TypeError as error:  # an unexpected keyword in params
             raise ParameterError("params", str(error)) from error
+        # Created, loaded by a client or by the aggregator: the integers it serves must give
+        # at most the config's epsilon, or nobody reports or counts under it.
+        mechanism.check_guarantee(self.params)
+        return mechanism
 
     def build_oracle(self, epsilon: float | None = None, level: str = "") -> FrequencyOracle:
         """The oracle this config describes, at `epsilon` (default: the config's), with
@@ -416,7 +447,7 @@ class CampaignConfig:
     def level_mechanism(self, level: str = "") -> Mechanism | None:
         """`level_oracle`, or the numeric mechanism of a numeric campaign (which declares no
         levels: `level` must be "")."""
-        if self.numeric or self.discovers:
+        if self.numeric or self.discovers or self.memoization == MEMO_TREE:
             self.reporting_epsilon(level)  # the level rule: raises for any level
             return self.build_mechanism()
         return self.level_oracle(level)

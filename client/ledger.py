@@ -23,9 +23,10 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ldptel.client import lifetime as lifetime_budget
-from ldptel.client.campaign import MEMO_EXACT, CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, MEMO_NONE, MEMO_TREE, CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
 from ldptel.client.statements import ENFORCED, LIFETIME_COMPOSED, LIFETIME_PURE, WINDOW, render
+from ldptel.client.tree_config import TREE_DISCLOSES, TREE_HOLDS_FOR, tree_statement
 
 #: A campaign without lifetime_epsilon gets this many times its per-report epsilon for life.
 DEFAULT_LIFETIME_FACTOR = 10.0
@@ -165,7 +166,10 @@ def migrate(conn: sqlite3.Connection) -> None:
 
 
 def prune(conn: sqlite3.Connection, now: float) -> None:
-    """Forget window rows long past (the lifetime totals are kept)."""
+    """Forget window rows long past (the lifetime totals are kept). `now` is the collector's
+    time as the client knows it from an answer (ldptel.client.clock), never the device's: a
+    device clock set weeks ahead would delete the current window's row, and the next report
+    would be charged as if the window were empty."""
     conn.execute("DELETE FROM ledger_windows WHERE window_end < ?", (now - KEEP_WINDOWS_SECONDS,))
 
 
@@ -210,7 +214,10 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
             "the change pattern of the rounded grid level (which reports share one) is disclosed"
         )
     figures = lifetime_budget.figures(
-        per_report, budget.lifetime_epsilon, budget.lifetime_delta, fresh=not exact
+        per_report,
+        budget.lifetime_epsilon,
+        budget.lifetime_delta,
+        fresh=config.memoization == MEMO_NONE,  # composition needs independent reports
     )
     optimal = figures.accountant == lifetime_budget.OPTIMAL
     window = render(
@@ -239,6 +246,9 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
             "reports are charged."
         )
     statement = " ".join(sentences)
+    if config.memoization == MEMO_TREE:  # client/tree_config.py
+        holds_for, discloses = TREE_HOLDS_FOR, TREE_DISCLOSES
+        statement = tree_statement(config, budget.window_epsilon, budget.lifetime_epsilon)
     return Guarantee(
         memoization=config.memoization,
         per_report_epsilon=per_report,

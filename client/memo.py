@@ -17,9 +17,10 @@ The campaign's `memoization` chooses (docs/client.md, "Longitudinal privacy"):
   came from the same value): resent bytes disclose that pattern exactly (A,B,A,B against
   A,A,A,A: an infinite loss), RAPPOR's IRRs disclose it more with every report.
 
-No mode can both track a changing value and make a stable value's repeats free for arbitrary
-histories: A,A,...,A against A,B,A,B,... drifts apart with every report of a value that is
-followed, which is why the sound default charges every report.
+Fresh draws cannot make a stable value's repeats free: A,A,...,A against A,B,A,B,... drifts
+apart with every fresh report of the value. "tree" (ldptel.client.tree, client/tree_memo.py)
+can: its reports follow one sampled change, not the value, so a horizon of T reports costs
+epsilon between any two histories (Erlingsson et al., SODA 2019).
 
 Numeric campaigns (ldptel.client.numeric) report a number. Under "none" each report clips,
 rounds it to the mechanism's grid with a fresh alpha and randomizes it afresh, charged its
@@ -48,6 +49,7 @@ import sqlite3
 
 import numpy as np
 
+from ldptel.client import tree_memo
 from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
@@ -57,14 +59,18 @@ from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle, WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.randomness import SecureRandom
 from ldptel.client.statedb import transaction
+from ldptel.client.tree_wire import TreeReports
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS memo (key BLOB PRIMARY KEY, report TEXT, spent REAL NOT NULL)
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rappor_clients (
   config_id TEXT PRIMARY KEY, secret BLOB NOT NULL, cohort INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
+    + tree_memo.SCHEMA
+)
 
 
 _INSERT_NEW = "INSERT OR IGNORE INTO memo VALUES (?, ?, ?)"
@@ -117,6 +123,11 @@ class Randomizer:
         if isinstance(self.oracle, Rappor):
             self._rappor = _rappor_client(conn, self.oracle, self._scope)
             self.permanent = self.oracle.permanent_epsilon
+        #: Memoization "tree": the install's horizon state (client/tree_memo.py).
+        self._tree = None
+        if isinstance(self.oracle, TreeReports):
+            shape, seconds = self.oracle.shape, config.window_seconds
+            self._tree = tree_memo.TreeMemo(shape, seconds, self._scope)
         #: A numeric campaign's alpha for memoized alpha-point rounding (module docstring).
         self.alpha = int.from_bytes(self._digest(f"alpha:{self._scope}")[:8], "little")
 
@@ -140,10 +151,16 @@ class Randomizer:
             return alpha_point_level(float(value), self.alpha, low, high, resolution)
         return value if isinstance(value, str) else int(value)
 
-    def spend(self, conn: sqlite3.Connection, value: Value) -> tuple[str, float]:
-        """The report to send for `value` (a label's index, a number or a text) and the
-        epsilon it costs, with its memo written in exact mode (inside the caller's
-        transaction, which charges the ledger that cost; call `committed` after COMMIT)."""
+    def spend(
+        self, conn: sqlite3.Connection, value: Value, window: int | None = None
+    ) -> tuple[str, float]:
+        """The report to send for `value` (a label's index, a number or a text) in `window`
+        (needed by memoization "tree") and the epsilon it costs, with its memo written in
+        exact or tree mode (inside the caller's transaction, which charges the ledger that
+        cost; call `committed` after COMMIT)."""
+        if self._tree is not None:
+            assert window is not None and not isinstance(value, str)
+            return self._tree.spend(conn, int(value), window)
         if not self.exact:
             return self._fresh(value), self.per_report
         index = self.memo_index(value)

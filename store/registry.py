@@ -71,6 +71,9 @@ class Registry:
         self._retire = redis.register_script(_RETIRE)
         self._campaigns: dict[str, tuple[float, Campaign | None]] = {}
         self._configs: dict[str, CampaignConfig | None] = {}
+        #: Stored configs that no longer load, by id: why (e.g. params that guarantee less
+        #: than their epsilon), so their entries are quarantined with that reason.
+        self.refused: dict[str, str] = {}
         self._oracles: dict[tuple[str, str], Mechanism | None] = {}
 
     # -- writes (admin) --------------------------------------------------------------------
@@ -136,7 +139,10 @@ class Registry:
             return None
         try:
             config = CampaignConfig.from_dict(json.loads(raw), stored=True)
-        except (ValueError, LdptelError):
+        except LdptelError as error:
+            self.refused[config_id] = str(error)
+            return None
+        except ValueError:
             return None
         # The id is the hash of the canonical JSON (or, for a config stored before ids hashed
         # RFC 8785 JSON, of its legacy form); a mismatch means the registry is corrupt.

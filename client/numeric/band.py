@@ -53,6 +53,8 @@ MAX_BAND = 2**24
 class SlidingBand(CodeMechanism):
     """A sliding-band law with band width w (subclasses choose w from epsilon)."""
 
+    guarantee_params = ("light", "heavy")
+
     def __init__(
         self,
         *,

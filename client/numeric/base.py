@@ -48,6 +48,7 @@ import functools
 import math
 import secrets
 from abc import abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -56,6 +57,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import (
+    SERVED_ABSOLUTE_SLACK,
+    SERVED_RELATIVE_SLACK,
     ReportBatch,
     ReportMechanism,
     WireReport,
@@ -205,6 +208,25 @@ class NumericMechanism(ReportMechanism):
 
     def fixed_params(self) -> dict[str, Any]:
         return {"resolution": self.resolution}
+
+    #: The parameters whose integers set `epsilon` (in the order a refusal names them).
+    guarantee_params: ClassVar[tuple[str, ...]] = ()
+
+    def check_guarantee(self, given: Mapping[str, Any]) -> None:
+        """A config's explicit `params` must not guarantee less than its epsilon: the loss of
+        the law they give (`epsilon`, exact from the integers) is at most the requested one,
+        up to the derivation's rounding (SERVED_*_SLACK). Raises ParameterError naming
+        `params.<field>` and the epsilon the integers give (docs/numeric.md)."""
+        allowed = self.requested_epsilon * (1 + SERVED_RELATIVE_SLACK) + SERVED_ABSOLUTE_SLACK
+        if self.epsilon <= allowed:
+            return
+        named = [name for name in self.guarantee_params if name in given]
+        values = ", ".join(f"{name}={given[name]!r}" for name in named)
+        raise ParameterError(
+            f"params.{named[0]}" if named else "epsilon",
+            f"{self.name} with {values or 'these parameters'} gives epsilon "
+            f"{self.epsilon:.6g} per report, above the config's {self.requested_epsilon:g}",
+        )
 
     # -- privacy ---------------------------------------------------------------------------
     @property

@@ -46,6 +46,7 @@ class Duchi(CodeMechanism):
     """Duchi et al.'s one-bit mechanism on the grid (codes 0 and 1)."""
 
     name = "duchi"
+    guarantee_params = ("base", "step", "resolution")
     default_resolution = 2**16
 
     def __init__(

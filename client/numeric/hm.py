@@ -40,6 +40,7 @@ class Hybrid(CodeMechanism):
     """HM on the grid: PM and Duchi share the levels (one rounding per report)."""
 
     name = "hm"
+    guarantee_params = ("light", "heavy", "base", "step", "mix", "resolution")
 
     def __init__(
         self,

@@ -3,6 +3,7 @@ their windows; the stream is trimmed only below the checkpoint and after retenti
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -28,15 +29,30 @@ def test_corrupt_entries_are_quarantined_with_their_reason(redis_client: Any) ->
     register(redis_client, config)
     stream = keys.stream(config.name, 0)
     good = config.build_oracle().pack(good_batch(config, 10))
+    # (reason in words, its code) -> the entry's fields
     corrupt = {
-        "missing field p": {"c": config.config_id, "w": WINDOW, "n": 10, "l": ""},
-        "unknown config id": {"c": "0" * 16, "w": WINDOW, "n": 10, "p": good, "l": ""},
-        "expected 40 bytes": {"c": config.config_id, "w": WINDOW, "n": 10, "p": good[:-1]},
-        "field n is not an integer": {"c": config.config_id, "w": WINDOW, "n": "x", "p": good},
-        "field n must be >= 1": {"c": config.config_id, "w": WINDOW, "n": 0, "p": b""},
-        "not a multiple": {"c": config.config_id, "w": WINDOW + 1, "n": 10, "p": good},
-        "privacy level": {"c": config.config_id, "w": WINDOW, "n": 10, "p": good, "l": "x"},
-        "outside the oracle's range": {
+        ("missing field p", "malformed_entry"): {
+            "c": config.config_id, "w": WINDOW, "n": 10, "l": "",
+        },
+        ("unknown config id", "unknown_config"): {
+            "c": "0" * 16, "w": WINDOW, "n": 10, "p": good, "l": "",
+        },
+        ("expected 40 bytes", "reports_undecodable"): {
+            "c": config.config_id, "w": WINDOW, "n": 10, "p": good[:-1],
+        },
+        ("field n is not an integer", "malformed_entry"): {
+            "c": config.config_id, "w": WINDOW, "n": "x", "p": good,
+        },
+        ("field n must be >= 1", "malformed_entry"): {
+            "c": config.config_id, "w": WINDOW, "n": 0, "p": b"",
+        },
+        ("not a multiple", "window_not_aligned"): {
+            "c": config.config_id, "w": WINDOW + 1, "n": 10, "p": good,
+        },
+        ("privacy level", "level_not_defined"): {
+            "c": config.config_id, "w": WINDOW, "n": 10, "p": good, "l": "x",
+        },
+        ("outside the oracle's range", "report_values_out_of_range"): {
             "c": config.config_id, "w": WINDOW, "n": 1, "p": np.uint32(8).tobytes(), "l": "",
         },
     }  # fmt: skip
@@ -50,9 +66,9 @@ def test_corrupt_entries_are_quarantined_with_their_reason(redis_client: Any) ->
     assert stats.quarantined == len(corrupt)
     assert stats.reports == 15
     quarantined = redis_client.xrange(keys.quarantine(config.name, 0))
-    reasons = [fields[b"reason"].decode() for _, fields in quarantined]
-    for expected, reason in zip(corrupt, reasons, strict=True):
-        assert expected in reason
+    found = [(f[b"reason"].decode(), f[b"code"].decode()) for _, f in quarantined]
+    for (expected, code), (reason, found_code) in zip(corrupt, found, strict=True):
+        assert expected in reason and found_code == code
     assert all(b"entry" in fields for _, fields in quarantined)
     assert redis_client.get(keys.checkpoint(config.name, 0)) == last
     state = StateKey(WINDOW, config.config_id)
@@ -149,3 +165,27 @@ def test_trimming_never_removes_uncounted_entries(redis_client: Any) -> None:
     # All three are past retention, but only the one below the checkpoint (ids[1]) may go.
     remaining = [entry_id for entry_id, _ in redis_client.xrange(keys.stream(config.name, 0))]
     assert remaining == ids[1:]
+
+
+def test_entries_of_a_stored_config_that_guarantees_less_than_its_epsilon_are_quarantined(
+    redis_client: Any,
+) -> None:
+    # A config stored before its integers were checked: pm at "epsilon 1" with
+    # ln(heavy / light) = 6.9. It no longer loads, so its reports are never counted.
+    weakened = {
+        "name": "latency", "oracle": "pm", "epsilon": 1.0, "range": [0.0, 10.0],
+        "params": {"resolution": 16, "heavy": 1000, "light": 1, "band": 4},
+    }  # fmt: skip
+    config_id = "00weakened000000"
+    redis_client.set(keys.config(config_id), json.dumps(weakened))
+    redis_client.hset(keys.campaign("latency"), mapping={"config_id": config_id, "retired": 0})
+    redis_client.sadd(keys.campaigns(), "latency")
+    fields = {"c": config_id, "w": WINDOW, "n": 1, "p": np.uint32(3).tobytes(), "l": ""}
+    redis_client.xadd(keys.stream("latency", 0), fields)
+
+    stats = Worker(redis_client).run_pass()
+
+    assert (stats.quarantined, stats.reports) == (1, 0)
+    ((_, moved),) = redis_client.xrange(keys.quarantine("latency", 0))
+    assert moved[b"code"] == b"config_refused"
+    assert b"params.light" in moved[b"reason"] and b"6.90776" in moved[b"reason"]

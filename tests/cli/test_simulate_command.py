@@ -163,7 +163,7 @@ def test_bad_parameters_give_one_line_and_exit_2(args: list[str], field: str) ->
         (replaced("--domain-size", "1e30"), "domain_size: must be >= 2, <= 16777216"),
         (replaced("--epsilon", "-inf"), "write --option=VALUE"),
         ([*BASE, "--distribution", "normal"], "invalid choice: 'normal'"),
-        (BASE[2:], "the following arguments are required: --oracle"),
+        (BASE[2:], "oracle: is required (or give --windows"),
     ],
     ids=["huge epsilon", "huge domain", "negative-looking value", "choice", "missing option"],
 )

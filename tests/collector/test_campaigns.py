@@ -141,6 +141,10 @@ def test_unknown_campaign_is_404(api: Api) -> None:
     assert error_of(response) == ("campaign", "unknown campaign")
 
 
+def numeric_config(oracle: str, **params: int) -> dict[str, Any]:
+    return {"name": "latency", "oracle": oracle, "epsilon": 1, "range": [0, 2000], "params": params}
+
+
 @pytest.mark.parametrize(
     ("config", "field"),
     [
@@ -154,6 +158,10 @@ def test_unknown_campaign_is_404(api: Api) -> None:
         # served probabilities that would promise less privacy than epsilon: e^eps = 27 * 4
         (campaign_config(params={"p": 0.9, "q": 0.025}), "p"),
         (campaign_config(oracle="she", params={"noise": {"a": 0.5}}), "noise"),
+        # numeric integers that guarantee 6.7-9.2 on an epsilon-1 campaign
+        (numeric_config("duchi", resolution=8, base=1, step=100), "params.base"),
+        (numeric_config("pm", resolution=16, heavy=1000, light=1, band=4), "params.light"),
+        (numeric_config("dbitflip", resolution=7, sampled=8, heavy=100, light=1), "params.light"),
         ({"name": "x"}, "oracle"),
         ([1, 2], "config"),
         ({"name": "x", "oracle": "de", "epsilon": 1, "max_length": 8}, "oracle"),
