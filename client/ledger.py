@@ -23,7 +23,13 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ldptel.client import lifetime as lifetime_budget
-from ldptel.client.campaign import MEMO_EXACT, MEMO_TREE, NUMERIC_MEMO_REFUSED, CampaignConfig
+from ldptel.client.campaign import (
+    MEMO_EXACT,
+    MEMO_NONE,
+    MEMO_TREE,
+    NUMERIC_MEMO_REFUSED,
+    CampaignConfig,
+)
 from ldptel.client.errors import BudgetExhaustedError
 from ldptel.client.statements import ENFORCED, LIFETIME_COMPOSED, LIFETIME_PURE, WINDOW, render
 from ldptel.client.tree_config import TREE_DISCLOSES, TREE_HOLDS_FOR, tree_statement
@@ -230,7 +236,10 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
     if exact and config.numeric:  # stored before it was refused: no history bound holds
         return _no_history_bound(config, budget, per_report)
     figures = lifetime_budget.figures(
-        per_report, budget.lifetime_epsilon, budget.lifetime_delta, fresh=not exact
+        per_report,
+        budget.lifetime_epsilon,
+        budget.lifetime_delta,
+        fresh=config.memoization == MEMO_NONE,  # composition needs independent reports
     )
     optimal = figures.accountant == lifetime_budget.OPTIMAL
     window = render(
