@@ -74,29 +74,39 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=2.0)
     parser.add_argument("--attributes", default="os:4,plan:3,country:5")
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--reps", type=int, default=5, help="runs averaged (fresh rows each)")
     args = parser.parse_args()
     sizes = {k: int(v) for k, v in (part.split(":") for part in args.attributes.split(","))}
     attributes = Attributes.of_sizes(sizes)
     rng = np.random.default_rng(args.seed)
     np.random.seed(args.seed)  # the peers draw from numpy's global generator
-    rows = simulated_rows(attributes, args.n, rng)
-    truth = np.concatenate(_truth(attributes, rows))
+    datasets = [simulated_rows(attributes, args.n, rng) for _ in range(args.reps)]
     print(
-        f"n={args.n} epsilon={args.epsilon} attributes={args.attributes} "
-        f"(two-way cells: {truth.size})"
+        f"n={args.n} epsilon={args.epsilon} attributes={args.attributes}, {args.reps} runs "
+        f"(two-way cells: {sum(a * b for a, b in _pair_sizes(attributes))})"
     )
-    print("| protocol | library | RMSE of two-way cell counts | aggregation CPU s |")
+    print("| protocol | library | RMSE of two-way cell counts | aggregation CPU s (mean) |")
     print("|---|---|---:|---:|")
     runs = [(f"ours {name}", _ours, name) for name in ("auto", "joint", "pairs")]
     runs += [(name, _peer, name) for name in ("SPL", "SMP", "RS+FD")]
     for label, run, name in runs:
-        estimates, seconds = run(name, args.epsilon, attributes, rows)
-        rmse = float(np.sqrt(np.mean((np.concatenate(estimates) - truth) ** 2)))
+        squares, seconds = [], 0.0
+        for rows in datasets:
+            estimates, cpu = run(name, args.epsilon, attributes, rows)
+            truth = np.concatenate(_truth(attributes, rows))
+            squares.append((np.concatenate(estimates) - truth) ** 2)
+            seconds += cpu
+        rmse = float(np.sqrt(np.mean(squares)))
         library = "ldptel" if label.startswith("ours") else "multi-freq-ldpy"
         print(
-            f"| {label.removeprefix('ours ')} | {library} | {rmse:,.1f} | {seconds:.3f} |",
+            f"| {label.removeprefix('ours ')} | {library} | {rmse:,.1f} | "
+            f"{seconds / len(datasets):.3f} |",
             flush=True,
         )
+
+
+def _pair_sizes(attributes: Attributes) -> list[tuple[int, int]]:
+    return [(attributes.sizes[a], attributes.sizes[b]) for a, b in attributes.pairs]
 
 
 if __name__ == "__main__":
