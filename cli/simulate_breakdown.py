@@ -20,9 +20,20 @@ from ldptel.analysis.breakdown import (
 from ldptel.cli.oracle_options import parse_float, parse_int, parse_positive, rng_from_args
 from ldptel.cli.table import format_table
 from ldptel.client.errors import ParameterError
-from ldptel.client.multi import BREAKDOWNS, Attributes, Breakdown, Choice, choose_breakdown
+from ldptel.client.multi import (
+    BREAKDOWNS,
+    Attributes,
+    Breakdown,
+    Choice,
+    choose_breakdown,
+    make_consistent,
+)
 
 BREAKDOWN_ORACLES = ("auto", *BREAKDOWNS)
+CONSISTENCY = (
+    "cells' `consistent`: non-negative, summing to n, agreeing on shared attributes "
+    "(PriView's consistency step and Norm-Sub); biased, unlike `estimate`"
+)
 
 
 def parse_attributes(text: str) -> Attributes:
@@ -73,6 +84,16 @@ def run_breakdown(args: argparse.Namespace) -> int:
         "n": int(rows.shape[0]),
         "seed": seed,
         "marginals": [_marginal(result, attributes) for result in results],
+    }
+    consistent = make_consistent([result.marginal for result in results])
+    for marginal, counts in zip(document["marginals"], consistent.counts, strict=True):
+        for cell, count in zip(marginal["cells"], counts.tolist(), strict=True):
+            cell["consistent"] = count
+    document["consistency"] = {
+        "biased": True,
+        "method": CONSISTENCY,
+        "rounds": consistent.rounds,
+        "disagreement": consistent.disagreement,
     }
     if args.values_file is not None:
         document["values_file"] = args.values_file

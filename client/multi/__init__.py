@@ -3,6 +3,7 @@ one-way and two-way marginal (cross-tab) is estimated without bias (docs/breakdo
 
 from ldptel.client.multi.attributes import Attributes
 from ldptel.client.multi.auto import Choice, choose_breakdown
+from ldptel.client.multi.consistency import ConsistentMarginals, make_consistent
 from ldptel.client.multi.mechanisms import (
     BREAKDOWNS,
     Breakdown,
@@ -16,8 +17,10 @@ __all__ = [
     "Attributes",
     "Breakdown",
     "Choice",
+    "ConsistentMarginals",
     "JointBreakdown",
     "Marginal",
     "PairsBreakdown",
     "choose_breakdown",
+    "make_consistent",
 ]

@@ -19,6 +19,8 @@ def test_json_holds_every_marginal_with_cells_beside_the_truth() -> None:
     document = json.loads(result.stdout)
     assert document["requested_oracle"] == "auto" and document["oracle"] in ("joint", "pairs")
     assert document["audited_epsilon"] <= 2 + 1e-9
+    assert document["consistency"]["biased"] is True
+    assert all(c["consistent"] >= 0 for m in document["marginals"] for c in m["cells"])
     shapes = {tuple(m["attributes"]): len(m["cells"]) for m in document["marginals"]}
     assert shapes == {
         ("os",): 4, ("plan",): 3, ("country",): 5,

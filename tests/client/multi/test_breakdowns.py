@@ -17,6 +17,7 @@ from ldptel.client.multi import (
     JointBreakdown,
     PairsBreakdown,
     choose_breakdown,
+    make_consistent,
 )
 
 CAMPAIGN = Attributes.of_sizes({"os": 4, "plan": 3, "country": 5})
@@ -145,3 +146,18 @@ def test_config_attributes_are_validated(attributes: object, field: str) -> None
     with pytest.raises(ParameterError) as error:
         Attributes.from_config(attributes)
     assert error.value.field == field
+
+
+def test_consistent_marginals_are_non_negative_sum_to_n_and_agree() -> None:
+    rng = np.random.default_rng(3)
+    rows = simulated_rows(CAMPAIGN, 2000, rng)
+    mechanism = PairsBreakdown(epsilon=1.0, attributes=CAMPAIGN)
+    state = mechanism.state_of_rows(rows, rng)
+    marginals = [mechanism.marginal(state, w) for w in [(0,), (1,), (2,), *CAMPAIGN.pairs]]
+    assert min(m.estimate.min() for m in marginals) < 0  # the case post-processing is for
+    result = make_consistent(marginals)
+    assert result.biased and result.disagreement <= 1e-6 * 2000
+    for counts in result.counts:
+        assert counts.min() >= 0 and counts.sum() == pytest.approx(2000)
+    os_from_pair = result.counts[3].reshape(4, 3).sum(axis=1)
+    np.testing.assert_allclose(os_from_pair, result.counts[0], atol=1e-3)
