@@ -135,6 +135,9 @@ def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
     """The demo campaign, validated here (one clear error before anything is started)."""
     from ldptel.client.campaign import CampaignConfig
 
+    if args.epsilon is None:  # the default depends on the scenario (--help)
+        args.epsilon = 4.0 if args.scenario == "daily" else 1.0
+
     campaign: dict[str, Any]
     if args.scenario == "daily":
         from ldptel.cli.demo_daily import daily_campaign
@@ -167,8 +170,6 @@ def run(args: argparse.Namespace) -> int:
         from ldptel.cli.demo_daily import DAILY_USERS
 
         args.n = DAILY_USERS if daily else 100_000
-    if args.epsilon is None:
-        args.epsilon = 4.0 if daily else 1.0
     if daily and args.sdk_users:  # the SDK reports on the wall clock: today, not that year
         raise ParameterError("sdk_users", "the daily scenario simulates a past year: give 0")
     if daily:

@@ -126,7 +126,10 @@ def _randomized_response(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """The privacy loss of `count` randomized responses at epsilon: losses (count - 2 l) eps,
     l ~ Bin(count, 1 / (1 + e^eps)) flipped answers, with the mass of the l not kept."""
-    flip = 1.0 / (1.0 + math.exp(epsilon))
+    # 1 / (1 + e^eps) without overflow; past eps ~ 745 it is 0: no answer is ever flipped.
+    flip = math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
+    if flip == 0.0:
+        return np.array([count * epsilon]), np.array([1.0]), 0.0
     low, high, outside = binomial_window(count, flip)
     flips = np.arange(low, high + 1)
     mass = np.exp(binomial_log_pmf(count, flip, flips))

@@ -166,7 +166,10 @@ def migrate(conn: sqlite3.Connection) -> None:
 
 
 def prune(conn: sqlite3.Connection, now: float) -> None:
-    """Forget window rows long past (the lifetime totals are kept)."""
+    """Forget window rows long past (the lifetime totals are kept). `now` is the collector's
+    time as the client knows it from an answer (ldptel.client.clock), never the device's: a
+    device clock set weeks ahead would delete the current window's row, and the next report
+    would be charged as if the window were empty."""
     conn.execute("DELETE FROM ledger_windows WHERE window_end < ?", (now - KEEP_WINDOWS_SECONDS,))
 
 

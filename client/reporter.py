@@ -72,6 +72,8 @@ SCHEMAS = (ledger.SCHEMA, lifetime.SCHEMA, memo.SCHEMA, spool.SCHEMA, clock.SCHE
 WINDOW_MARGIN_EXTRA = 2.0
 #: How long an "unknown campaign" answer is believed before asking again.
 UNKNOWN_CAMPAIGN_SECONDS = 60.0
+#: Seconds between prunings of the ledger's past windows (ledger.KEEP_WINDOWS_SECONDS).
+PRUNE_EVERY = 3600.0
 #: A state database that could not be opened is tried again after this long.
 STATE_RETRY_SECONDS = 30.0
 
@@ -248,6 +250,7 @@ class Reporter:
         self._legacy = None if state_dir else legacy_state_dir(collector_url)
         self._clock = ServerClock()
         self._sync_asked = False  # the sender was woken once to learn the collector's clock
+        self._prune_at = 0.0  # monotonic: when the ledger's past windows are next pruned
         self._sync_with: str | None = None  # a campaign whose config GET will set the clock
         self._transport = Transport(
             collector_url, token, timeout=self.settings.timeout, on_date=self._clock.observe
@@ -560,6 +563,9 @@ class Reporter:
                     self._sender.wake()
         with transaction(conn):
             ledger.settle(conn, now, self._window_rule)
+            if self._clock.synced and time.monotonic() >= self._prune_at:
+                ledger.prune(conn, self._clock.now())  # on the collector's clock only
+                self._prune_at = time.monotonic() + PRUNE_EVERY
             self._clock.save(conn)
 
     # -- campaigns ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ldptel.client import ledger, spool, statedb
+from ldptel.client import spool, statedb
 from ldptel.client.errors import (
     DeliveryError,
     DiskFullError,
@@ -42,8 +42,6 @@ LOG = logging.getLogger("ldptel.client")
 MAX_NAP = 5.0
 #: After an unexpected error the loop pauses this long, then carries on.
 ERROR_NAP = 1.0
-#: Seconds between prunings of the ledger's past windows (ledger.KEEP_WINDOWS_SECONDS).
-PRUNE_EVERY = 3600.0
 #: report() wakes the sender to checkpoint after this many commits (~2.5 MB of WAL), even
 #: when no batch is due (offline, backing off), so the WAL stays bounded (statedb.WAL_LIMIT).
 CHECKPOINT_EVERY = 1000
@@ -98,7 +96,6 @@ class Sender:
         self.flushing = 0
         self._unsent = 0  # reports spooled since the sender last made progress
         self._since_checkpoint = 0
-        self._pruned_at = 0.0
         self._posting: spool.Batch | None = None
         self._failures = 0
         self._hold_until = 0.0
@@ -301,9 +298,6 @@ class Sender:
             spool.enforce_bounds(
                 conn, settings.max_spool_rows, settings.max_spool_bytes, settings.max_dead_letters
             )
-            if now - self._pruned_at >= PRUNE_EVERY:  # past windows' ledger rows
-                ledger.prune(conn, now)
-                self._pruned_at = now
             if now < self._hold_until:  # backing off: the collector is down or busy
                 return min(MAX_NAP, self._hold_until - now)
             self._campaigns.windows(conn, now)  # post reports only in their charged window

@@ -81,7 +81,9 @@ class Collector:
         self.registry = Registry(self.redis, cache_seconds=config.registry_cache_seconds)
         self.auth = IngestAuth(self.redis, cache_seconds=config.token_cache_seconds)
         rate_limit = RateLimit(config.rate_limit, config.rate_limit_seconds)
-        self.refusals = RefusalLimit(self.redis, rate_limit)
+        self.refusals = RefusalLimit(
+            self.redis, rate_limit, delay_seconds=config.refusal_delay_seconds
+        )
         self.ingestor = Ingestor(
             self.redis,
             self.registry,

@@ -121,6 +121,10 @@ class CollectorConfig:
     #: (0 = no limit), counted per campaign shard (`ceil(rate_limit / shards)` each).
     rate_limit: int = 1_000
     rate_limit_seconds: int = 1
+    #: A request refused before the ingest script (a gzip bomb, a bad body or batch) is
+    #: answered this much later (a greenlet waits; 0 = at once): a sender that waits for its
+    #: answers refuses at most connections / delay per second (collector/auth.py).
+    refusal_delay_seconds: float = 0.25
     #: How long a worker trusts an ingest token it found in Redis (a revocation takes effect
     #: within this time; 0 = ask Redis on every request).
     token_cache_seconds: float = 2.0
@@ -166,6 +170,8 @@ class CollectorConfig:
                 raise ParameterError(name, "must be >= 1")
         if not self.body_timeout_seconds > 0:
             raise ParameterError("body_timeout_seconds", "must be > 0")
+        if not 0 <= self.refusal_delay_seconds <= 10:
+            raise ParameterError("refusal_delay_seconds", "must be between 0 and 10")
         if self.token_cache_seconds < 0:
             raise ParameterError("token_cache_seconds", "must be >= 0 (0 disables the cache)")
         if self.rate_limit < 0:

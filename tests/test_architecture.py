@@ -139,3 +139,14 @@ def test_the_rule_check_sees_relative_and_dynamic_imports(tmp_path: Path) -> Non
         "    __import__(name)\n"
     )
     assert violations("collector", module) == [DYNAMIC, "ldptel.aggregator"]
+
+
+def test_no_test_module_imports_a_conftest() -> None:
+    # Every folder's conftest is "conftest" on sys.path: which one an import finds depends on
+    # the order pytest collected the folders in (a subset run failed where the whole passed).
+    found = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if "conftest" in imported_modules(path)
+    ]
+    assert found == []

@@ -22,10 +22,12 @@ import {
   SubsetSelection,
   UnaryEncoding,
 } from "./oracles.js";
+import { TreeShape } from "./tree.js";
 import { configId, labelProblem } from "./wire.js";
 
 export const MEMO_NONE = "none";
 export const MEMO_EXACT = "exact_discloses_changes";
+export const MEMO_TREE = "tree";
 /** A campaign without lifetime_epsilon gets this many times its epsilon per install. */
 export const DEFAULT_LIFETIME_FACTOR = 10;
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -35,7 +37,8 @@ export type Built =
   | { kind: "key"; oracle: KeyedOracle }
   | { kind: "rappor"; oracle: Rappor }
   | { kind: "pem"; oracle: PrefixExtending }
-  | { kind: "numeric"; oracle: NumericMechanism };
+  | { kind: "numeric"; oracle: NumericMechanism }
+  | { kind: "tree"; oracle: TreeShape };
 
 /** A level that is not one of the campaign's, missing, or given for a campaign without. */
 export class LevelError extends Error {
@@ -98,6 +101,9 @@ export class CampaignConfig {
   readonly lifetimeEpsilon: number | null;
   readonly otherLabel: string | null;
   readonly memoization: string;
+  /** Memoization "tree": the horizon T and the tracked changes K (served). */
+  readonly horizonWindows: number;
+  readonly maxChanges: number;
   private readonly built = new Map<string, Built>();
   private keys: bigint[] | null = null;
   private indexes: Map<string, number> | null = null;
@@ -130,8 +136,16 @@ export class CampaignConfig {
     const lifetime = data["lifetime_epsilon"];
     this.lifetimeEpsilon = lifetime === undefined || lifetime === null ? null : positive(lifetime, "lifetime_epsilon");
     const memo = data["memoization"] ?? MEMO_NONE;
-    if (memo !== MEMO_NONE && memo !== MEMO_EXACT) throw new ConfigError("memoization", "unknown mode");
+    if (memo !== MEMO_NONE && memo !== MEMO_EXACT && memo !== MEMO_TREE) throw new ConfigError("memoization", "unknown mode");
     this.memoization = memo;
+    // An (epsilon, delta) lifetime budget is the Python client's optimal-composition
+    // accountant, which this client does not implement: such a config is refused rather
+    // than charged by another rule.
+    if (data["lifetime_delta"] !== undefined && data["lifetime_delta"] !== null) {
+      throw new ConfigError("lifetime_delta", "an (epsilon, delta) lifetime budget is not supported by this client");
+    }
+    this.horizonWindows = memo === MEMO_TREE ? integer(data["horizon_windows"], "horizon_windows", 1, 0) : 0;
+    this.maxChanges = memo === MEMO_TREE ? integer(data["max_changes"], "max_changes", 1, 0) : 0;
     this.maxLength = data["max_length"] === undefined ? null : integer(data["max_length"], "max_length", 1, 0);
     const range = data["range"];
     if (range !== undefined) {
@@ -247,6 +261,15 @@ export class CampaignConfig {
 
   private build(params: Params, eps: number): Built {
     const d = this.domain.length;
+    if (this.memoization === MEMO_TREE) {
+      if (this.oracle !== "de" || d < 2 || this.hasLevels || this.reportsPerWindow !== 1) {
+        throw new ConfigError("memoization", 'memoization "tree" is oracle de, a domain, one report per window, no levels');
+      }
+      if (this.horizonWindows > 16384 || this.maxChanges > 64 || this.maxChanges > this.horizonWindows) {
+        throw new ConfigError("horizon_windows", "out of range");
+      }
+      return { kind: "tree", oracle: new TreeShape(this.horizonWindows, this.maxChanges, eps, d === 2 ? 1 : d) };
+    }
     if (this.range) {
       return { kind: "numeric", oracle: new NumericMechanism(this.oracle, this.range[0], this.range[1], params, eps) };
     }

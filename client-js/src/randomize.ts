@@ -14,6 +14,7 @@ import { alphaPointLevel } from "./numeric.js";
 import type { RapporClient, WireReport } from "./oracles.js";
 import type { Randomness } from "./random.js";
 import type { Tx } from "./store.js";
+import type { TreeShape, TreeState } from "./tree.js";
 
 /** A value as the oracle takes it: a label's index, a number, or an NFC text. */
 export type Value = number | string;
@@ -35,6 +36,8 @@ function fresh(built: Built, value: Value, rng: Randomness, client: RapporClient
       return built.oracle.perturbNumber(value as number, rng);
     case "rappor":
       return built.oracle.perturb(value as number, client as RapporClient, rng, false);
+    case "tree":
+      throw new Error("a tree report needs its window (treeReport)");
   }
 }
 
@@ -48,6 +51,26 @@ async function rapporClient(tx: Tx, built: Built, scope: string, rng: Randomness
   return client;
 }
 
+/** Memoization "tree" (tree.ts): the report of window index `w` and its cost, epsilon for
+ * a horizon's first report (its draws are made then, once), nothing after; the install's
+ * horizon state is written in the caller's transaction with the charge and the spool row. */
+async function treeReport(tx: Tx, shape: TreeShape, scope: string, value: number, w: number, rng: Randomness): Promise<{ wire: string; cost: number }> {
+  const horizon = Math.floor(w / shape.horizonWindows);
+  const t = w % shape.horizonWindows;
+  const prefix = `tree/${scope}/`;
+  const key = `${prefix}${String(horizon).padStart(12, "0")}`;
+  let state = await tx.get<TreeState>(key);
+  let cost = 0;
+  if (!state) {
+    state = shape.newState(rng);
+    cost = shape.epsilon;
+    for (const [old] of await tx.entries(prefix)) if (old < key) tx.delete(old);
+  }
+  state = shape.observe(state, t, shape.indicator(state, value));
+  tx.put(key, state);
+  return { wire: JSON.stringify(shape.report(state, t, rng)), cost };
+}
+
 /** The report to spool for `value` at `level` and the epsilon it costs, its memo written
  * in the caller's transaction under exact memoization. */
 export async function spend(
@@ -57,9 +80,11 @@ export async function spend(
   value: Value,
   memoSecret: Uint8Array,
   rng: Randomness,
+  window: number,
 ): Promise<{ wire: string; cost: number }> {
   const built = config.mechanism(level);
   const scope = level ? `${config.configId}:${level}` : config.configId;
+  if (built.kind === "tree") return treeReport(tx, built.oracle, scope, value as number, window / config.windowSeconds, rng);
   const client = await rapporClient(tx, built, scope, rng);
   const perReport = built.oracle.epsilon;
   if (config.memoization !== MEMO_EXACT) {

@@ -14,6 +14,7 @@ import { ConfigError } from "./oracles.js";
 import { SecureRandom } from "./random.js";
 import { type Value, spend } from "./randomize.js";
 import { FileStore, IndexedDbStore, MemoryStore, type Store, StoreError, type Tx } from "./store.js";
+import { type Answer, type DeliveryKind, type Outcome, type Problem, classify, exchange, networkReason, problemOf, reasonOf } from "./transport.js";
 import { openValue } from "./wire.js";
 
 export type ReportStatus =
@@ -45,6 +46,22 @@ export class LdptelError extends Error {
   }
 }
 
+/** An answer retrying alone will not get past (docs/client-js.md, "What the app sees"):
+ * the reports wait for a change of configuration (the token, the collector's URL, a proxy
+ * before it), or, kind "reports_refused", were refused for good. Passed to `onError` by the
+ * sender, once until it changes or a batch is delivered; never contains the token.
+ * `report()` resolves to "campaign_unavailable" when a first config fetch meets one. */
+export class DeliveryError extends LdptelError {
+  readonly kind: DeliveryKind;
+  readonly httpStatus: number | null;
+  constructor(problem: Problem) {
+    super("delivery", problem.field, problem.reason);
+    this.name = "DeliveryError";
+    this.kind = problem.kind;
+    this.httpStatus = problem.httpStatus;
+  }
+}
+
 export interface ReporterOptions {
   /** Node: the install's directory (default: the user data dir's ldptel-js/installs/<hash
    * of the token>); null: state in memory only. Ignored in browsers (IndexedDB). */
@@ -64,6 +81,9 @@ export interface ReporterOptions {
   campaigns?: string[];
   enabled?: boolean;
   onError?: (error: LdptelError) => void;
+  /** How long reports the collector refused the token for wait for a fixed token before
+   * they become dead letters (ms; default a week). */
+  authWaitMs?: number;
   /** Deliver the spool on page hide (fetch keepalive) and at Node's exit. */
   deliverOnExit?: boolean;
   /** Replaces the global fetch (tests, custom agents). */
@@ -78,6 +98,10 @@ export interface Stats {
   dropped: number;
   lastError: string | null;
   notSpooled: Partial<Record<ReportStatus, number>>;
+  /** Spooled reports the collector refused the token for, and the Unix time (s) the first
+   * of them becomes a dead letter unless a fixed token delivers it (null: none waits). */
+  awaitingToken: number;
+  awaitingTokenUntil: number | null;
 }
 
 interface Settings {
@@ -91,6 +115,7 @@ interface Settings {
   maxSpoolRows: number;
   enabled: boolean;
   deliverOnExit: boolean;
+  authWait: number;
 }
 
 interface SpoolRow {
@@ -112,6 +137,8 @@ interface BatchRow {
   nextAt: number; // device seconds
   claim?: string;
   claimedUntil?: number;
+  /** When the collector first refused the token for it (s): it waits authWait from then. */
+  refusedAt?: number;
   /** Browsers: a batch reports are still added to (this session's), sealed when posted. */
   open?: boolean;
 }
@@ -179,22 +206,6 @@ async function defaultStateDir(token: string): Promise<string> {
   return path.join(base, "ldptel-js", "installs", hex(sha256(utf8(token))).slice(0, 16));
 }
 
-/** Retry-After as seconds from now: delta-seconds or an HTTP-date; null if absent/bad. */
-export function parseRetryAfter(value: string | null): number | null {
-  if (!value) return null;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text);
-  const when = Date.parse(text);
-  return Number.isFinite(when) ? Math.max(0, when / 1000 - now()) : null;
-}
-
-type Verdict = "delivered" | "retry" | "reject" | "too_large";
-
-interface CollectorAnswer {
-  accepted?: unknown;
-  error?: { field?: unknown; reason?: unknown };
-}
-
 export class Reporter {
   readonly collectorUrl: string;
   private readonly token: string;
@@ -218,6 +229,8 @@ export class Reporter {
   private readonly logged = new Set<string>();
   private closed = false;
   private lastError: string | null = null;
+  /** The last delivery error told to onError (told again only when it changes). */
+  private told: string | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = 0;
   /** A wake-up came while the sender ran: run it once more after. */
@@ -255,6 +268,7 @@ export class Reporter {
       maxSpoolRows: positiveOption(options.maxSpoolRows, "maxSpoolRows", 100_000),
       enabled: options.enabled ?? true,
       deliverOnExit: options.deliverOnExit ?? true,
+      authWait: positiveOption(options.authWaitMs, "authWaitMs", 7 * 86_400_000) / 1000,
     };
     this.batchLimit = batchSize;
     this.onError = options.onError;
@@ -349,7 +363,7 @@ export class Reporter {
     const memoSecret = this.memoSecret as Uint8Array;
     const joined: { batch: [string, BatchRow, string] | null } = { batch: null };
     await store.transact(async (tx) => {
-      const { wire, cost } = await spend(tx, config, level, checked, memoSecret, this.rng);
+      const { wire, cost } = await spend(tx, config, level, checked, memoSecret, this.rng, window);
       await charge(tx, campaign, window, config.windowSeconds, cost, budget);
       const meta = await this.meta(tx);
       meta.seq += 1;
@@ -455,7 +469,8 @@ export class Reporter {
 
   private refused(raw: unknown, what: string): ReportStatus {
     const error = Reporter.asError(raw);
-    const status = error.status === "delivery" ? "internal_error" : error.status;
+    // A delivery error met by a first config fetch: no config, so nothing was spooled.
+    const status = error.status === "delivery" ? "campaign_unavailable" : error.status;
     this.count(status);
     this.log(status, `ldptel: ${what}: ${error.message}`, status === "budget_exhausted" ? "info" : "warn");
     this.callOnError(error);
@@ -524,7 +539,7 @@ export class Reporter {
     try {
       await this.fetchConfig(name, null);
     } catch (error) {
-      if (error instanceof LdptelError && error.status === "campaign_unavailable") {
+      if (error instanceof LdptelError && (error.status === "campaign_unavailable" || error instanceof DeliveryError)) {
         const failures = (waiting?.failures ?? 0) + 1;
         const delay = Math.min(this.settings.backoffCap, this.settings.backoffBase * 2 ** Math.min(failures - 1, 62));
         this.unavailable.set(name, { retryAt: now() + delay, failures, reason: error.reason });
@@ -554,54 +569,52 @@ export class Reporter {
     return { Authorization: `Bearer ${this.token}` };
   }
 
-  private async request(url: string, init: RequestInit): Promise<Response> {
-    const response = await this.fetcher(url, {
-      ...init,
-      signal: AbortSignal.timeout(this.settings.timeout * 1000),
-      credentials: "omit",
-      redirect: "manual",
-    });
-    this.clock.observe(response.headers.get("Date"));
-    return response;
+  /** One call to the collector under the total deadline (transport.exchange). */
+  private exchange(path: string, init: RequestInit): Promise<Answer | Problem> {
+    const observe = (date: string | null): void => this.clock.observe(date);
+    return exchange(this.fetcher, this.collectorUrl, `${this.collectorUrl}${path}`, init, this.settings.timeout, observe);
   }
 
   /** GET /v1/campaigns/<name> (conditional on the current config's id); adopts the answer
-   * or throws unknown_campaign / campaign_unavailable. */
+   * or throws unknown_campaign / campaign_unavailable (a DeliveryError for an answer
+   * retrying alone will not get past). */
   private async fetchConfig(name: string, current: CampaignConfig | null): Promise<void> {
     const headers = this.headers();
     if (current) headers["If-None-Match"] = `"${current.configId}"`;
-    let response: Response;
+    const unavailable = (why: string, cause?: unknown): LdptelError =>
+      new LdptelError("campaign_unavailable", "campaign", `no config for ${name} yet: ${why}`, { cause });
+    let answer: Answer | Problem;
     try {
-      response = await this.request(`${this.collectorUrl}/v1/campaigns/${name}`, { headers });
+      answer = await this.exchange(`/v1/campaigns/${name}`, { headers });
     } catch (error) {
-      throw new LdptelError("campaign_unavailable", "campaign", `no config for ${name} yet: network (${(error as Error).name})`);
+      throw unavailable(networkReason(error, this.settings.timeout), error);
     }
-    if (response.status === 304 && current) {
+    if ("kind" in answer) throw new DeliveryError(answer);
+    if (answer.status === 304 && current) {
       await this.adopt(name, { status: "active", answer: null, fetchedAt: now() }, current);
       return;
     }
-    if (response.status === 404) {
-      this.unknown.set(name, now());
-      throw new LdptelError("unknown_campaign", "campaign", `the collector does not know ${name}`);
-    }
-    if (response.status === 410) {
+    if (answer.status === 410) {
       await this.adopt(name, { status: "retired", answer: null, fetchedAt: now() }, null);
       return;
     }
-    if (response.status !== 200) {
-      throw new LdptelError("campaign_unavailable", "campaign", `no config for ${name} yet: HTTP ${response.status}`);
+    if (answer.status !== 200) {
+      const problem = problemOf(answer);
+      if (problem) throw new DeliveryError(problem);
+      if (answer.status === 404) {
+        this.unknown.set(name, now());
+        throw new LdptelError("unknown_campaign", "campaign", `the collector does not know ${name}`);
+      }
+      throw unavailable(reasonOf(answer));
     }
-    let answer: unknown;
     let config: CampaignConfig;
     try {
-      answer = await response.json();
-      config = new CampaignConfig(answer);
+      config = new CampaignConfig(answer.json);
     } catch (error) {
-      const why = error instanceof ConfigError ? `config invalid (${error.message})` : "not JSON";
-      throw new LdptelError("campaign_unavailable", "campaign", `no config for ${name} yet: ${why}`, { cause: error });
+      throw unavailable(error instanceof ConfigError ? `config invalid (${error.message})` : "not the collector's answer", error);
     }
-    if (config.name !== name) throw new LdptelError("campaign_unavailable", "campaign", "the collector answered another campaign");
-    await this.adopt(name, { status: "active", answer, fetchedAt: now() }, config);
+    if (config.name !== name) throw unavailable("the collector answered another campaign");
+    await this.adopt(name, { status: "active", answer: answer.json, fetchedAt: now() }, config);
   }
 
   private async adopt(name: string, cached: CachedConfig, config: CampaignConfig | null): Promise<void> {
@@ -840,7 +853,7 @@ export class Reporter {
     return true;
   }
 
-  private async post(batch: BatchRow, reports: string[], keepalive: boolean): Promise<{ verdict: Verdict; reason: string; retryAfter: number | null; status: number | null }> {
+  private async post(batch: BatchRow, reports: string[], keepalive: boolean): Promise<Outcome> {
     const envelope: Record<string, string> = { campaign: batch.c, config_id: batch.id };
     if (batch.l) envelope["level"] = batch.l;
     const head = JSON.stringify(envelope);
@@ -856,38 +869,40 @@ export class Reporter {
       body = new Uint8Array(await new Response(stream).arrayBuffer());
       headers["Content-Encoding"] = "gzip";
     }
-    let response: Response;
+    let answer: Answer | Problem;
     try {
-      response = await this.request(`${this.collectorUrl}/v1/reports`, { method: "POST", headers, body, keepalive });
+      // The fetch starts synchronously for a keepalive post (nothing is awaited before it).
+      answer = await this.exchange("/v1/reports", { method: "POST", headers, body, keepalive });
     } catch (error) {
-      return { verdict: "retry", reason: `network: ${(error as Error).name}`, retryAfter: null, status: null };
+      return { verdict: "retry", status: null, reason: networkReason(error, this.settings.timeout), retryAfter: null, problem: null };
     }
-    const status = response.status;
-    const retryAfter = parseRetryAfter(response.headers.get("Retry-After"));
-    let answer: CollectorAnswer | null = null;
-    try {
-      answer = (await response.json()) as CollectorAnswer;
-    } catch {
-      answer = null;
-    }
-    const reason = answer?.error ? `${String(answer.error.field)}: ${String(answer.error.reason)}`.slice(0, 300) : `HTTP ${status}`;
-    if (status >= 200 && status < 300) {
-      // Only the collector's own answer counts (not a captive portal's page).
-      if (answer && answer.accepted === reports.length) return { verdict: "delivered", reason: "", retryAfter, status };
-      return { verdict: "retry", reason: "2xx without the collector's answer", retryAfter, status };
-    }
-    if (status >= 500 || status === 408 || status === 429) return { verdict: "retry", reason, retryAfter, status };
-    if (status === 413) return { verdict: "too_large", reason, retryAfter, status };
-    return { verdict: "reject", reason: status === 0 ? "a redirect (not followed)" : reason, retryAfter, status };
+    if ("kind" in answer) return { verdict: "retry", status: answer.httpStatus, reason: answer.reason, retryAfter: null, problem: answer };
+    return classify(answer, reports.length);
   }
 
-  private async settle(store: Store, key: string, batch: BatchRow, outcome: { verdict: Verdict; reason: string; retryAfter: number | null; status: number | null }): Promise<void> {
+  private async settle(store: Store, key: string, batch: BatchRow, outcome: Outcome): Promise<void> {
     const t = now();
-    const { verdict } = outcome;
+    let verdict = outcome.verdict;
+    let problem = outcome.problem;
     await store.transact(async (tx) => {
       const meta = await this.meta(tx);
       const current = await tx.get<BatchRow>(key);
-      if (!current) return; // another tab settled it
+      if (!current) {
+        verdict = "delivered"; // another tab settled it: nothing to tell
+        problem = null;
+        return;
+      }
+      if (verdict === "token") {
+        // A fixed token could deliver it: retried for authWait from its first refusal.
+        const since = current.refusedAt ?? t;
+        current.refusedAt = since;
+        if (t - since < this.settings.authWait) {
+          verdict = "retry";
+        } else {
+          verdict = "reject";
+          problem = { ...(problem as Problem), reason: `${outcome.reason}; reports of campaign ${batch.c} were dead-lettered after waiting authWait = ${this.settings.authWait} s for a fixed token` };
+        }
+      }
       if (verdict === "retry") {
         this.failures += 1;
         const cap = Math.min(this.settings.backoffCap, this.settings.backoffBase * 2 ** Math.min(this.failures, 62));
@@ -922,22 +937,35 @@ export class Reporter {
     if (verdict === "delivered") {
       this.failures = 0;
       this.lastError = null;
-      this.batchLimit = Math.min(this.settings.batchSize, this.batchLimit * 2);
-    } else {
-      this.lastError = `HTTP ${outcome.status ?? "-"}: ${outcome.reason}`;
+      this.told = null;
+      return;
     }
+    this.lastError = `HTTP ${outcome.status ?? "-"}: ${outcome.reason}`;
     if (verdict === "too_large") this.batchLimit = Math.max(1, Math.floor(batch.rows.length / 2));
     if (verdict === "reject") {
+      problem ??= {
+        kind: "reports_refused",
+        field: "reports",
+        reason: `the collector refused reports of campaign ${batch.c} for good (${this.lastError}); they are kept as dead letters`,
+        httpStatus: outcome.status,
+      };
       this.log(`rejected-${outcome.status}`, `ldptel: a batch of ${batch.c} was refused: ${this.lastError}`, "warn");
       if (outcome.status === 409) {
         this.active.delete(batch.c);
         void this.campaign(batch.c).catch(() => undefined);
       }
-      if (outcome.status === 401 || outcome.status === 403) {
-        this.callOnError(new LdptelError("delivery", "token", `the collector refused the ingest token (HTTP ${outcome.status})`));
-      }
     }
+    if (problem) this.tell(new DeliveryError(problem));
     if (verdict === "retry") this.wake(0);
+  }
+
+  /** A delivery error to onError (and the console, once per kind), once until it changes or
+   * a batch is delivered: a retry of the same answer tells nothing new. */
+  private tell(error: DeliveryError): void {
+    if (error.message === this.told) return;
+    this.told = error.message;
+    if (error.kind !== "reports_refused") this.log(error.kind, `ldptel: reports wait in the spool: ${error.message}`, "warn");
+    this.callOnError(error);
   }
 
   /** Send everything spooled now (batch size and age ignored); true once none of it is
@@ -992,10 +1020,21 @@ export class Reporter {
   async stats(): Promise<Stats> {
     let meta: Meta = { seq: 0, spooled: 0, delivered: 0, deadLettered: 0, dropped: 0 };
     let pendingBatches = 0;
+    let awaitingToken = 0;
+    let firstRefused = Infinity;
     try {
       const store = this.settings.enabled ? await this.openStore() : null;
       if (store) {
-        [meta, pendingBatches] = await store.transact(async (tx) => [await this.meta(tx), (await tx.entries("batch/")).length] as [Meta, number]);
+        const batches = await store.transact(async (tx) => {
+          meta = await this.meta(tx);
+          return tx.entries<BatchRow>("batch/");
+        });
+        pendingBatches = batches.length;
+        for (const [, batch] of batches) {
+          if (batch.refusedAt === undefined) continue;
+          awaitingToken += batch.rows.length;
+          firstRefused = Math.min(firstRefused, batch.refusedAt);
+        }
       }
     } catch {
       // the counters on disk read 0 when the state cannot be read
@@ -1008,6 +1047,8 @@ export class Reporter {
       dropped: meta.dropped,
       lastError: this.lastError,
       notSpooled: { ...this.notSpooled },
+      awaitingToken,
+      awaitingTokenUntil: Number.isFinite(firstRefused) ? firstRefused + this.settings.authWait : null,
     };
   }
 

@@ -156,3 +156,23 @@ test("CMS and HCMS: given the row, the loss is at most epsilon", () => {
     check(oracle, range(4), true, [[0, 1], [1, 3], [2, 5]], 1);
   }
 });
+
+test("tree: a horizon's first report costs epsilon, the rest of the horizon nothing", async () => {
+  const { CampaignConfig } = await import("../src/config.js");
+  const { spend } = await import("../src/randomize.js");
+  const { MemoryStore } = await import("../src/store.js");
+  const { SecureRandom } = await import("../src/random.js");
+  const served = load("config_ids.json").cases.find((c: J) => c.created.memoization === "tree");
+  const config = new CampaignConfig({ ...served.created, config_id: served.config_id });
+  const store = new MemoryStore();
+  const rng = new SecureRandom();
+  const costs: number[] = [];
+  const day = config.windowSeconds;
+  for (const w of [0, 1, 2, 3, 364, 365, 366]) {
+    const { wire, cost } = await store.transact((tx) => spend(tx, config, "", w % 2, new Uint8Array(32), rng, w * day));
+    costs.push(cost);
+    const report = JSON.parse(wire) as Record<string, number>;
+    assert.ok(report["item"] === 0 && Number.isInteger(report["level"]));
+  }
+  assert.deepEqual(costs, [1, 0, 0, 0, 0, 1, 0]); // horizons of 365 windows
+});

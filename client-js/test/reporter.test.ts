@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { gunzipSync } from "node:zlib";
-import { type LdptelError, Reporter, type ReporterOptions } from "../src/index.js";
+import { DeliveryError, type LdptelError, Reporter, type ReporterOptions } from "../src/index.js";
 import { configId } from "../src/wire.js";
 import { VECTORS } from "./paths.js";
 
@@ -27,6 +27,7 @@ function served(perWindow: number): Record<string, unknown> {
 }
 
 interface Post {
+  url: string;
   key: string;
   headers: Record<string, string>;
   body: { campaign: string; config_id: string; reports: unknown[] };
@@ -57,9 +58,25 @@ class FakeCollector {
     const raw = Buffer.from(init?.body as Uint8Array);
     const text = headers["content-encoding"] === "gzip" ? gunzipSync(raw).toString() : raw.toString();
     const body = JSON.parse(text) as Post["body"];
-    this.posts.push({ key: headers["idempotency-key"] as string, headers, body });
+    this.posts.push({ url: url.toString(), key: headers["idempotency-key"] as string, headers, body });
     const fate = this.plan.shift() ?? "";
     if (fate === "down") throw new TypeError("fetch failed");
+    if (fate === "hang") {
+      // Answers nothing until the caller's deadline aborts the request.
+      // (A real request's socket keeps Node's event loop alive meanwhile; here a timer does.)
+      const alive = setInterval(() => undefined, 1000);
+      return new Promise((_, reject) =>
+        init?.signal?.addEventListener("abort", () => {
+          clearInterval(alive);
+          reject(init.signal?.reason);
+        }),
+      );
+    }
+    if (fate.startsWith("redirect ")) {
+      const [, status, location] = fate.split(" ");
+      return new Response(null, { status: Number(status), headers: { ...common, Location: location as string } });
+    }
+    if (fate === "proxy404") return new Response("<html>Not Found</html>", { status: 404, headers: { "Content-Type": "text/html" } });
     if (fate === "html") return new Response("<html>hotel wifi</html>", { status: 200, headers: { "Content-Type": "text/html" } });
     if (/^\d+$/.test(fate)) {
       return new Response('{"error":{"field":"test","reason":"injected"}}', { status: Number(fate), headers: { ...common, "Retry-After": "0" } });
@@ -114,7 +131,7 @@ test("a refused or failed answer is retried under the same key until it is store
   await r.close();
 });
 
-test("413 splits the batch; another 4xx dead-letters it and tells why", async () => {
+test("413 splits the batch; the collector's own 4xx dead-letters it and says so", async () => {
   const collector = new FakeCollector(served(10));
   collector.plan = ["413"];
   const [r, errors] = reporter(collector, { batchSize: 4 });
@@ -127,11 +144,83 @@ test("413 splits the batch; another 4xx dead-letters it and tells why", async ()
   const stats = await r.stats();
   assert.deepEqual([stats.delivered, stats.deadLettered, stats.spooled], [4, 1, 0]);
   assert.match(stats.lastError ?? "", /400.*test: injected/);
-  collector.plan = ["401"];
-  await r.report("colors", "red");
-  await r.flush(5000);
-  assert.equal(errors.at(-1)?.field, "token");
+  assert.deepEqual(errors.map((e) => [e.status, (e as DeliveryError).kind, (e as DeliveryError).httpStatus]), [["delivery", "reports_refused", 400]]);
   await r.close();
+});
+
+test("401 and 403: the reports wait authWait for a fixed token, told once, then dead letters", async () => {
+  const collector = new FakeCollector(served(10));
+  collector.plan = ["401", "401", "401", ...new Array<string>(1000).fill("403")];
+  const [r, errors] = reporter(collector, { authWaitMs: 60_000 });
+  await r.report("colors", "red");
+  assert.equal(await r.flush(150), false); // retried, not delivered
+  const waiting = await r.stats();
+  assert.equal(waiting.awaitingToken, 1);
+  assert.ok((waiting.awaitingTokenUntil ?? 0) > Date.now() / 1000 + 50);
+  const told = errors.filter((e) => e instanceof DeliveryError);
+  assert.ok(told.length >= 1 && told.every((e) => e.field === "token"));
+  assert.ok(told.length <= 2, "told once per distinct answer (401, 403), not per retry");
+  assert.ok(!told.some((e) => e.message.includes("token-1")), "the token is never in a message");
+  collector.plan = []; // the collector learns the token
+  assert.equal(await r.flush(5000), true);
+  assert.deepEqual([(await r.stats()).delivered, (await r.stats()).awaitingToken], [1, 0]);
+  await r.close();
+  const [s, later] = reporter(collector, { authWaitMs: 1 });
+  collector.plan = new Array(50).fill("401");
+  await s.report("colors", "red");
+  assert.equal(await s.flush(5000), true); // dead letters once authWait has passed
+  assert.equal((await s.stats()).deadLettered, 1);
+  assert.match(later.at(-1)?.message ?? "", /dead-lettered after waiting authWait/);
+  await s.close();
+});
+
+test("redirects: followed within the collector's origin only, the body and key kept", async () => {
+  const collector = new FakeCollector(served(10));
+  collector.plan = ["redirect 307 http://collector.test/v2/reports", "redirect 308 /v3/reports"];
+  const [r, errors] = reporter(collector);
+  await r.report("colors", "red");
+  assert.equal(await r.flush(5000), true);
+  assert.deepEqual(collector.posts.map((p) => new URL(p.url).pathname), ["/v1/reports", "/v2/reports", "/v3/reports"]);
+  assert.equal(new Set(collector.posts.map((p) => p.key)).size, 1);
+  assert.equal(errors.length, 0);
+  for (const fate of ["redirect 307 https://collector.test/v1/reports", "redirect 302 /v1/reports", "redirect 307 http://evil.test/x"]) {
+    collector.posts = [];
+    collector.plan = [fate];
+    await r.report("colors", "red");
+    assert.equal(await r.flush(5000), true); // retried, then delivered
+    assert.equal(collector.posts.length, 2, fate); // never to the other origin, never as a GET
+    assert.ok(collector.posts.every((p) => new URL(p.url).origin === "http://collector.test"));
+    assert.equal(errors.at(-1)?.field, "collector_url");
+    assert.equal((errors.at(-1) as DeliveryError).kind, "redirect_not_followed");
+  }
+  await r.close();
+});
+
+test("an answer that is not the collector's is retried: collectorUrl or a proxy is wrong", async () => {
+  const collector = new FakeCollector(served(10));
+  collector.plan = ["proxy404", "proxy404"];
+  const [r, errors] = reporter(collector);
+  await r.report("colors", "red");
+  assert.equal(await r.flush(5000), true);
+  assert.equal(collector.posts.length, 3);
+  assert.deepEqual(errors.map((e) => (e as DeliveryError).kind), ["collector_url"]); // told once
+  await r.close();
+});
+
+test("every request has one total deadline", async () => {
+  const collector = new FakeCollector(served(10));
+  collector.plan = ["hang"];
+  const [r] = reporter(collector, { timeoutMs: 200 });
+  await r.report("colors", "red");
+  assert.equal(await r.flush(5000), true);
+  assert.equal(collector.posts.length, 2);
+  await r.close();
+  collector.plan = ["hang"];
+  const [s] = reporter(collector, { timeoutMs: 200 });
+  await s.report("colors", "red");
+  await s.flush(150);
+  assert.match((await s.stats()).lastError ?? "", /no complete answer within the 0.2 s timeout/);
+  await s.close(0);
 });
 
 test("report() resolves to a status, never rejects, and spools nothing on failure", async () => {

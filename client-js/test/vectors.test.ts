@@ -28,6 +28,7 @@ import { BudgetExhausted, charge, chargedWindow } from "../src/ledger.js";
 import { SecureRandom } from "../src/random.js";
 import { spend } from "../src/randomize.js";
 import { MemoryStore } from "../src/store.js";
+import { type TreeState, TreeShape } from "../src/tree.js";
 import { canonicalJson, configId, openValue, packBits, packInt32 } from "../src/wire.js";
 import { type Draw, Script, coin } from "./script.js";
 
@@ -129,7 +130,7 @@ async function checkLedger(file: J): Promise<void> {
       const index = config.domain.indexOf(step.value);
       try {
         const cost = await store.transact(async (tx) => {
-          const { cost } = await spend(tx, config, step.level, index, secret, rng);
+          const { cost } = await spend(tx, config, step.level, index, secret, rng, window);
           await charge(tx, config.name, window, config.windowSeconds, cost, config.budget(step.level));
           return cost;
         });
@@ -144,6 +145,34 @@ async function checkLedger(file: J): Promise<void> {
 }
 
 const handlers: Record<string, (file: J) => void | Promise<void>> = {
+  "tree.json": (file) => {
+    // The client's part of memoization "tree": levels, read levels, prefix decompositions,
+    // and the node signs an install randomizes; `estimate` and `storage` are the
+    // aggregator's (not part of a client).
+    for (const h of file.horizons) {
+      const shape = new TreeShape(h.horizon_windows, 1, 1, 1);
+      assert.equal(shape.levels, h.levels);
+      (h.read_level as number[]).forEach((level, t) => assert.equal(shape.readLevel(t), level));
+      assert.deepEqual(shape.decomposition(h.horizon_windows - 1), h.decomposition_of_last);
+    }
+    for (const install of file.installs) {
+      const history = install.history as number[];
+      const shape = new TreeShape(history.length, Math.max(install.change, 2), 1, 1);
+      let state: TreeState = { item: 0, level: install.level, change: install.change, last: 0, changes: 0, sampled: -1, sign: 0 };
+      const signs: Record<string, number> = {};
+      history.forEach((value, t) => {
+        state = shape.observe(state, t, shape.indicator(state, value));
+        const sign = shape.nodeSign(state, t);
+        if (sign !== null) signs[String(t)] = sign;
+        // The report: item and level, and a bit exactly in the read windows.
+        const bitDraw: Draw = sign === 0 ? { below: 2, u: 1 } : coin(true);
+        const report = shape.report(state, t, new Script(sign === null ? [] : [bitDraw]));
+        assert.deepEqual(Object.keys(report).sort(), sign === null ? ["item", "level"] : ["bit", "item", "level"]);
+        if (sign) assert.equal(report.bit, sign > 0 ? 1 : 0); // kept: the change's sign
+      });
+      assert.deepEqual(signs, install.signs, JSON.stringify(install));
+    }
+  },
   "ledger.json": checkLedger,
   "hashing.json": (file) => {
     for (const c of file.item_keys) {

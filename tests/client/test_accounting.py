@@ -100,3 +100,8 @@ def test_edge_cases() -> None:
     assert composed_epsilon([(1.0, 3)], 0.5) <= 3.0
     # delta below what each mechanism's own delta adds up to: no epsilon meets it.
     assert composed_epsilon([(1.0, 10)], 1e-9, each_delta=1e-9) == math.inf
+
+
+def test_a_huge_epsilon_composes_to_its_sum_without_overflow() -> None:
+    # e^eps overflows past 709: such reports are never flipped, so they compose to the sum.
+    assert composed_epsilon([(800.0, 3)], 1e-6) == 2400.0

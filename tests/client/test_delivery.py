@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 import pytest
-from conftest import FAST
 from live_collector import (
     LiveCollector,
     SilentServer,
@@ -23,6 +22,7 @@ from live_collector import (
     sent_reports,
     stored_reports,
 )
+from reporter_settings import FAST
 
 from ldptel.client import (
     RedirectNotFollowedError,

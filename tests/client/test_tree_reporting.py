@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from collector_api import ADMIN_TOKEN, Api, ServerThread
-from conftest import FAST
 from live_collector import stored_reports
+from reporter_settings import FAST
 
 from ldptel.client import Reporter, clock
 from ldptel.client.campaign import CampaignConfig

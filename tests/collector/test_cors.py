@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from collector_api import Api, batch, serve
-from conftest import conforms
+from openapi_conformance import conforms
 
 from ldptel.collector.settings import CollectorConfig
 

@@ -63,7 +63,7 @@ def numeric_campaign(client: Any) -> CampaignConfig:
 def open_campaign(client: Any, frequent: tuple[str, str] = ("tea", "coffee")) -> CampaignConfig:
     """A CMS campaign of free text, one window with two frequent answers and a rare one."""
     config = CampaignConfig.from_dict(
-        {"name": "answers", "oracle": "cms", "epsilon": 4.0, "max_length": 32,
+        {"name": "answers", "oracle": "cms", "epsilon": 4.0, "max_length": 64,
          "params": {"k": 64, "m": 256}}
     ).as_created()  # fmt: skip
     Registry(client).create(config)
@@ -140,7 +140,7 @@ def test_chromium_shows_the_mean_trend_and_the_discovered_strings(redis_client: 
             page = browser.new_page()
             page.goto(f"{base}/")
             assert page.locator("tr[data-campaign=answers] td.domain").inner_text() == (
-                "free text, max_length 32 bytes"
+                "free text, max_length 64 bytes"
             )
             page.goto(f"{base}/campaigns/latency")
             assert page.locator("svg.trend circle.point").count() == 3
