@@ -30,7 +30,12 @@ from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.multi.attributes import Attributes
-from ldptel.client.oracles.base import PureOracle, WireReport, check_report_epsilon
+from ldptel.client.oracles.base import (
+    PureOracle,
+    WireReport,
+    check_report_epsilon,
+    decode_int_field,
+)
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.unary import UnaryEncoding
@@ -290,20 +295,20 @@ class PairsBreakdown(Breakdown):
         return {"pair": j, **self.oracles[j].perturb_one(cell)}
 
     def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        grouped: list[list[Any]] = [[] for _ in self.oracles]
-        for i, report in enumerate(reports):
-            j = report.get("pair") if isinstance(report, dict) else None
-            if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(grouped):
-                raise ReportError("pair", f"must be an integer in [0, {len(grouped)})", i)
-            grouped[j].append({k: v for k, v in report.items() if k != "pair"})
+        # The pair column in one pass; each group's reports go to its oracle's batch decoder
+        # (which ignores the "pair" key), and a group's error names the report's own index.
+        pair = decode_int_field(list(reports), "pair", len(self.oracles)).astype(np.int64)
         parts = []
-        for oracle, group in zip(self.oracles, grouped, strict=True):
-            support = (
-                oracle.support(oracle.decode(group))
-                if group
-                else np.zeros(oracle.domain_size, dtype=np.int64)
-            )
-            parts.append((len(group), support))
+        for j, oracle in enumerate(self.oracles):
+            positions = np.flatnonzero(pair == j)
+            try:
+                batch = oracle.decode([reports[i] for i in positions.tolist()])
+            except ReportError as error:
+                if error.index is None:
+                    raise
+                field = error.field.split(".", 1)[-1]
+                raise ReportError(field, error.reason, int(positions[error.index])) from None
+            parts.append((positions.size, oracle.support(batch)))
         return self._pack(parts)
 
     def groups(

@@ -107,6 +107,8 @@ def test_a_report_with_a_bad_pair_is_named() -> None:
     good = mechanism.perturb_row((0, 0, 0))
     with pytest.raises(ReportError, match=r"reports\[1\]\.pair"):
         mechanism.state_of_reports([good, {**good, "pair": 3}])
+    with pytest.raises(ReportError, match=r"reports\[2\]\.bits: is required"):  # OUE at 1
+        mechanism.state_of_reports([good, good, {"pair": good["pair"]}])
 
 
 def test_pairs_estimates_no_three_way_marginal() -> None:
