@@ -16,8 +16,8 @@ import numpy as np
 from ldptel.client.multi.attributes import MAX_JOINT, Attributes
 from ldptel.client.multi.mechanisms import BREAKDOWNS, Breakdown
 
-#: The oracles' largest domain; a joint domain above it is not a candidate. Above this many
-#: joint cells an OUE report (one bit a cell) exceeds 4 KiB: `joint` is not offered there.
+#: Above this many joint cells an OUE report (one bit a cell) exceeds 4 KiB: `joint` is not
+#: a candidate there (nor above the oracles' largest domain, MAX_JOINT).
 JOINT_MAX_CELLS = 32768
 NOMINAL_USERS = 100_000
 
