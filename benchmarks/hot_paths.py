@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import redis
 from client_overhead import closed_port_url, per_call
 from numpy.typing import NDArray
 
@@ -254,12 +255,13 @@ def device_rows(calls: int = 2000) -> list[dict[str, Any]]:
 
 def device_row(state_dir: Path, data: dict[str, Any], calls: int) -> dict[str, Any]:
     config = CampaignConfig.from_dict(data)
-    built, rng = config.build_oracle(), SecureRandom()
+    built, rng = config.build_mechanism(), SecureRandom()
     if config.open_domain:
         values = [f"word {i}" for i in range(calls)]
+        draw = built.perturb if config.discovers else built.perturb_string  # type: ignore[union-attr]
 
         def perturb(i: int) -> object:
-            return built.perturb_string(values[i], rng)
+            return draw(values[i], rng)
     else:
         values = list(data["domain"][:calls])
 
@@ -284,7 +286,67 @@ def device_row(state_dir: Path, data: dict[str, Any], calls: int) -> dict[str, A
     }
 
 
-SECTIONS = {"decode": decode_rows, "sketch": sketch_rows, "device": device_rows}
+# -- the aggregator's pass over idle campaigns ----------------------------------------------
+
+
+def idle_rows(counts: tuple[int, ...] = (1, 101), passes: int = 5) -> list[dict[str, Any]]:
+    """CPU of a pass that finds nothing to do: K campaigns (DE, d = 64, one shard), each with
+    one 1000-report entry already counted and its window reported. Worker CPU
+    (time.process_time) and redis-server's (INFO cpu), and the pass's wall time; per idle
+    campaign = the difference between K = 101 and K = 1, over 100."""
+    from aggregate import fill, redis_cpu_seconds, register
+
+    from ldptel.aggregator.worker import Worker
+    from ldptel.store.redis_server import RedisServer
+
+    samples: dict[int, list[tuple[float, float, float]]] = {k: [] for k in counts}
+    with contextlib.ExitStack() as stack:
+        clients = {}
+        for k in counts:  # a redis-server each (interleaved passes, no shared keyspace)
+            server = stack.enter_context(RedisServer(appendonly=False))
+            client = redis.Redis.from_url(server.url)
+            for i in range(k):
+                config = CampaignConfig.from_dict(
+                    {"name": f"idle-{i}", "oracle": "de", "epsilon": 1.0,
+                     "domain": [f"v{j}" for j in range(64)]}
+                )  # fmt: skip
+                register(client, config)
+                fill(client, config, 1000)
+            Worker(client).run_pass()
+            clients[k] = client
+        for _ in range(REPEATS):
+            for k, client in clients.items():
+                worker = Worker(client)
+                worker.run_pass()  # the registry's caches warm, as in a running worker
+                redis_cpu, cpu = redis_cpu_seconds(client), time.process_time()
+                wall = time.perf_counter()
+                for _ in range(passes):
+                    stats = worker.run_pass()
+                    assert stats.entries == 0 and stats.reports_built == 0, stats
+                wall = (time.perf_counter() - wall) / passes
+                cpu = (time.process_time() - cpu) / passes
+                samples[k].append((cpu, (redis_cpu_seconds(client) - redis_cpu) / passes, wall))
+    medians = {k: [statistics.median(v[i] for v in samples[k]) for i in range(3)] for k in counts}
+    low, high = counts
+    rows = [
+        {"campaigns": k, "worker_cpu_ms": m[0] * 1e3, "redis_cpu_ms": m[1] * 1e3,
+         "wall_ms": m[2] * 1e3}
+        for k, m in medians.items()
+    ]  # fmt: skip
+    per = [(medians[high][i] - medians[low][i]) / (high - low) * 1e3 for i in range(3)]
+    rows.append(
+        {"campaigns": "per idle campaign", "worker_cpu_ms": per[0], "redis_cpu_ms": per[1],
+         "wall_ms": per[2]}
+    )  # fmt: skip
+    return rows
+
+
+SECTIONS = {
+    "decode": decode_rows,
+    "sketch": sketch_rows,
+    "device": device_rows,
+    "idle": idle_rows,
+}
 
 
 def table(rows: list[dict[str, Any]]) -> str:

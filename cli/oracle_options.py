@@ -48,7 +48,7 @@ def add_oracle_arguments(
         "--domain-size",
         required=domain_required and not numeric,
         metavar="D",
-        help="number of items, >= 2",
+        help="number of items, >= 2" + ("" if domain_required else " (default 64)"),
     )
     if numeric:
         parser.add_argument(
@@ -117,10 +117,14 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     return params
 
 
+#: Items of a categorical simulation or audit that names no --domain-size (nor a values file).
+DEFAULT_DOMAIN_SIZE = 64
+
+
 def domain_size_from_args(args: argparse.Namespace) -> int:
-    """--domain-size (required unless --range gives a numeric mechanism's range)."""
+    """--domain-size, DEFAULT_DOMAIN_SIZE if not given (a numeric oracle takes --range)."""
     if args.domain_size is None:
-        raise ParameterError("domain_size", "is required (or --range LO HI for a numeric oracle)")
+        return DEFAULT_DOMAIN_SIZE
     return parse_int(args.domain_size, "domain_size", 2)
 
 

@@ -73,6 +73,15 @@ MEMO_EXACT = "exact_discloses_changes"
 #: "tree" tracks changes over a horizon of windows (ldptel.client.tree: Erlingsson et al.,
 #: SODA 2019): epsilon once per horizon, between any two value histories.
 MEMO_TREE = "tree"
+#: Why a numeric campaign cannot memoize: the install's secret rounding point puts nearby
+#: values on one grid level, so which reports repeat discloses how close two values are; the
+#: loss between histories with the same change pattern is unbounded (2 + ln(range / (K d))
+#: for values d apart, pm). Refused until a design with an exact-loss proof replaces it.
+NUMERIC_MEMO_REFUSED = (
+    f'"{MEMO_EXACT}" is refused for numeric campaigns: which reports repeat discloses how '
+    "close the values are (the loss between value histories with the same change pattern "
+    'is unbounded); use "none"'
+)
 MEMOIZATION_MODES = (MEMO_NONE, MEMO_EXACT, MEMO_TREE)
 #: Open-domain campaigns: the largest max_length (UTF-8 bytes). The report carries only a
 #: hash, so the length costs nothing on the wire; it bounds what candidates need to cover.
@@ -186,6 +195,8 @@ class CampaignConfig:
         memoization = resolve_memoization(data, MEMO_NONE)
         if memoization not in MEMOIZATION_MODES:
             raise ParameterError("memoization", f"must be one of {', '.join(MEMOIZATION_MODES)}")
+        if memoization == MEMO_EXACT and numeric and not stored:
+            raise ParameterError("memoization", NUMERIC_MEMO_REFUSED)
         lifetime_delta = _check_lifetime_delta(data.get("lifetime_delta"), memoization)
         horizon, changes = check_tree_fields(data, memoization)
         other = data.get("other_label")

@@ -23,7 +23,13 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ldptel.client import lifetime as lifetime_budget
-from ldptel.client.campaign import MEMO_EXACT, MEMO_TREE, CampaignConfig
+from ldptel.client.campaign import (
+    MEMO_EXACT,
+    MEMO_NONE,
+    MEMO_TREE,
+    NUMERIC_MEMO_REFUSED,
+    CampaignConfig,
+)
 from ldptel.client.errors import BudgetExhaustedError
 from ldptel.client.statements import ENFORCED, LIFETIME_COMPOSED, LIFETIME_PURE, WINDOW, render
 from ldptel.client.tree_config import TREE_DISCLOSES, TREE_HOLDS_FOR, tree_statement
@@ -202,6 +208,24 @@ SAME_PATTERN = "value histories with the same change pattern only"
 CHANGE_PATTERN = "the change pattern (which reports carry the same value) is disclosed"
 
 
+def _no_history_bound(config: CampaignConfig, budget: Budget, per_report: float) -> Guarantee:
+    """A numeric config stored with exact memoization (refused since: NUMERIC_MEMO_REFUSED):
+    each report alone is per_report-LDP, and no bound over a history is claimed; clients
+    refuse to report under it (ldptel.client.configs)."""
+    return Guarantee(
+        memoization=config.memoization,
+        per_report_epsilon=per_report,
+        window_epsilon=budget.window_epsilon,
+        lifetime_epsilon=budget.lifetime_epsilon,
+        holds_for="one report at a time only",
+        discloses="which reports repeat discloses how close the values are",
+        statement=(
+            f"Each report alone is {per_report:g}-LDP; no guarantee over a user's history is "
+            f"claimed: {NUMERIC_MEMO_REFUSED}. Clients no longer report under this config."
+        ),
+    )
+
+
 def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guarantee:
     """The longitudinal guarantee the ledger enforces for `config` (docs/client.md);
     `per_report`: its mechanism's epsilon, if already built."""
@@ -209,12 +233,13 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
     per_report = config.build_mechanism().epsilon if per_report is None else per_report
     exact = config.memoization == MEMO_EXACT
     holds_for, discloses = (SAME_PATTERN, CHANGE_PATTERN) if exact else (ANY_HISTORIES, "")
-    if exact and config.numeric:
-        discloses = (
-            "the change pattern of the rounded grid level (which reports share one) is disclosed"
-        )
+    if exact and config.numeric:  # stored before it was refused: no history bound holds
+        return _no_history_bound(config, budget, per_report)
     figures = lifetime_budget.figures(
-        per_report, budget.lifetime_epsilon, budget.lifetime_delta, fresh=not exact
+        per_report,
+        budget.lifetime_epsilon,
+        budget.lifetime_delta,
+        fresh=config.memoization == MEMO_NONE,  # composition needs independent reports
     )
     optimal = figures.accountant == lifetime_budget.OPTIMAL
     window = render(
@@ -236,11 +261,10 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
                 holds_for=holds_for, enforced=enforced[not optimal],
             )
         )  # fmt: skip
-    if exact:  # a numeric campaign memoizes per grid level (ldptel.client.memo)
-        distinct = "grid level" if config.numeric else "value"
+    if exact:
         sentences.append(
-            f"Memoization {MEMO_EXACT}: {discloses}; each distinct {distinct}'s first "
-            "reports are charged."
+            f"Memoization {MEMO_EXACT}: {discloses}; each distinct value's first reports are "
+            "charged."
         )
     statement = " ".join(sentences)
     if config.memoization == MEMO_TREE:  # client/tree_config.py

@@ -15,27 +15,21 @@ per level under the opt-in exact memoization), and sent in batches of one level.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import logging
 import math
 import numbers
 import os
-import shutil
 import sqlite3
 import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-import platformdirs
-import xxhash
-
-from ldptel.client import clock, configs, ledger, lifetime, memo, spool, statedb
+from ldptel.client import configs, ledger, spool, statedb
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.clock import ServerClock
 from ldptel.client.configs import Known
@@ -52,11 +46,12 @@ from ldptel.client.errors import (
     UnknownCampaignError,
     ValueTypeError,
 )
+from ldptel.client.install import SCHEMAS, default_state_dir, legacy_state_dir, migrate_legacy_state
 from ldptel.client.ledger import Budget, Guarantee, Spent, WindowRule
 from ldptel.client.levels import LEVEL_NAME
 from ldptel.client.memo import Randomizer, Value
-from ldptel.client.oracles.base import check_int
 from ldptel.client.sender import Campaigns, Connections, Sender
+from ldptel.client.settings import SettingsArgs, check_settings
 from ldptel.client.statedb import transaction
 from ldptel.client.status import ReportStatus, as_ldptel_error, status_of
 from ldptel.client.transport import Transport
@@ -65,7 +60,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 LOG = logging.getLogger("ldptel.client")
-SCHEMAS = (ledger.SCHEMA, lifetime.SCHEMA, memo.SCHEMA, spool.SCHEMA, clock.SCHEMA)
 #: Seconds before a window's end (on the collector's clock) from which a report is charged
 #: to the next window, and no batch of the window is posted: a post may take the transport
 #: timeout, and the collector's Date is truncated to the second.
@@ -76,54 +70,6 @@ UNKNOWN_CAMPAIGN_SECONDS = 60.0
 PRUNE_EVERY = 3600.0
 #: A state database that could not be opened is tried again after this long.
 STATE_RETRY_SECONDS = 30.0
-
-#: How long (seconds) reports the collector refused the token for wait for a fixed token
-#: before they are dead-lettered: a week, as long as the spool's default bounds keep a
-#: week of reports offline (docs/client.md, "What the app sees").
-AUTH_WAIT = 7 * 86400.0
-
-#: on_error's type: called with the error of every report() that was not spooled for one,
-#: and (from the sender's thread) with delivery errors (errors.DeliveryError).
-ErrorCallback = Callable[[LdptelError], None]
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The Reporter's knobs (see Reporter's docstring)."""
-
-    batch_size: int = 500
-    max_batch_age: float = 30.0
-    max_spool_rows: int = 100_000
-    max_spool_bytes: int = 32 * 1024 * 1024
-    max_dead_letters: int = 10_000
-    timeout: float = 10.0
-    backoff_base: float = 0.5
-    backoff_cap: float = 300.0
-    config_refresh: float = 300.0
-    strict: bool = False
-    enabled: bool = True
-    on_error: ErrorCallback | None = None
-    exit_timeout: float = 2.0
-    auth_wait: float = AUTH_WAIT
-
-
-class SettingsArgs(TypedDict, total=False):
-    """Settings as Reporter's keyword arguments, for the app's type checker (Unpack)."""
-
-    batch_size: int
-    max_batch_age: float
-    max_spool_rows: int
-    max_spool_bytes: int
-    max_dead_letters: int
-    timeout: float
-    backoff_base: float
-    backoff_cap: float
-    config_refresh: float
-    strict: bool
-    enabled: bool
-    on_error: ErrorCallback | None
-    exit_timeout: float
-    auth_wait: float
 
 
 class Stats(TypedDict):
@@ -139,50 +85,6 @@ class Stats(TypedDict):
     not_spooled: dict[str, int]
     awaiting_token: int
     awaiting_token_until: float | None
-
-
-def default_state_dir(token: str) -> Path:
-    """<the platform's user data dir>/ldptel/installs/<hash of the ingest token>
-    (platformdirs: ~/.local/share on Linux, ~/Library/Application Support on macOS,
-    %LOCALAPPDATA% on Windows). The token names the app to the collector, so the state (one
-    install identity, ledger, memo, spool) is the same whatever the URL's spelling."""
-    digest = hashlib.sha256(b"ldptel-install:" + token.encode()).hexdigest()[:16]
-    return platformdirs.user_data_path("ldptel", appauthor=False) / "installs" / digest
-
-
-def legacy_state_dir(collector_url: str) -> Path:
-    """Where SDKs before one state per install kept it: keyed by the URL's spelling."""
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "ldptel" / xxhash.xxh64_hexdigest(collector_url.rstrip("/").encode())
-
-
-def migrate_legacy_state(legacy: Path, state_dir: Path) -> None:
-    """Bring an older SDK's state_dir for this URL into the install's: moved whole if the
-    install has none yet; else its ledger is added to the install's (its spent epsilon stays
-    spent) and its unsent reports are spooled there, under their idempotency keys. It is
-    then renamed `<name>.migrated`, so it is folded in once and never used again."""
-    if not (legacy / statedb.FILENAME).exists() or legacy.resolve() == state_dir.resolve():
-        return
-    if not (state_dir / statedb.FILENAME).exists():
-        state_dir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if state_dir.exists():
-            shutil.rmtree(state_dir)  # an empty leftover: nothing of value in it
-        legacy.rename(state_dir)
-        LOG.warning("ldptel: moved the state of %s to %s", legacy, state_dir)
-        return
-    conn = statedb.open_state(state_dir, SCHEMAS, spool.COLUMNS)
-    try:
-        statedb.open_state(legacy, SCHEMAS, spool.COLUMNS).close()  # brings it to this schema
-        statedb.fold(conn, legacy / statedb.FILENAME)
-    finally:
-        conn.close()
-    for cached in (legacy / "configs").glob("*.json"):
-        target = state_dir / "configs" / cached.name
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            shutil.copy2(cached, target)
-    legacy.rename(legacy.with_name(legacy.name + ".migrated"))
-    LOG.warning("ldptel: folded the state of %s into %s", legacy, state_dir)
 
 
 @dataclass(frozen=True)
@@ -237,7 +139,7 @@ class Reporter:
         level: str | None = None,
         **settings: Unpack[SettingsArgs],
     ) -> None:
-        self.settings = _check_settings(dict(settings))
+        self.settings = check_settings(dict(settings))
         self.level = level
         if not isinstance(collector_url, str) or not collector_url.startswith(
             ("http://", "https://")
@@ -793,37 +695,6 @@ class Reporter:
         self._lock.release()
         self._lock_counts = threading.Lock()
         self._sender.after_fork_child()
-
-
-def _check_settings(given: dict[str, Any]) -> Settings:
-    known = Settings.__dataclass_fields__
-    for name in given:
-        if name not in known:
-            raise ParameterError(name, "unknown Reporter setting")
-    settings = Settings(**given)
-    check_int(settings.batch_size, "batch_size", 1, 5_000)
-    check_int(settings.max_spool_rows, "max_spool_rows", 1)
-    check_int(settings.max_spool_bytes, "max_spool_bytes", 64 * 1024)
-    check_int(settings.max_dead_letters, "max_dead_letters", 0)
-    for name in ("max_batch_age", "timeout", "backoff_base", "backoff_cap", "config_refresh"):
-        if not _seconds(getattr(settings, name)) > 0:
-            raise ParameterError(name, "must be a number of seconds > 0")
-    for name in ("exit_timeout", "auth_wait"):
-        if not _seconds(getattr(settings, name)) >= 0:
-            raise ParameterError(name, "must be a number of seconds >= 0")
-    for name in ("strict", "enabled"):
-        if not isinstance(getattr(settings, name), bool):
-            raise ParameterError(name, "must be True or False")
-    if settings.on_error is not None and not callable(settings.on_error):
-        raise ParameterError("on_error", "must be a callable taking an LdptelError, or None")
-    return settings
-
-
-def _seconds(value: object) -> float:
-    """A number of seconds, or NaN (which fails every comparison) if `value` is not one."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return float("nan")
-    return float(value)
 
 
 def _check_level_name(level: object) -> str:

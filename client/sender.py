@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ldptel.client import spool, statedb
 from ldptel.client.errors import (
@@ -31,11 +31,9 @@ from ldptel.client.errors import (
     ReportsRefusedError,
     TokenRefusedError,
 )
+from ldptel.client.settings import Settings
 from ldptel.client.status import as_ldptel_error
 from ldptel.client.transport import Outcome, Transport, Verdict, backoff_delay
-
-if TYPE_CHECKING:
-    from ldptel.client.reporter import Settings
 
 LOG = logging.getLogger("ldptel.client")
 #: Longest nap between looks at the spool (bounds, config refreshes, other processes' rows).

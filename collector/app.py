@@ -6,161 +6,36 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 import redis
-from flask import Flask, Request, Response, g, jsonify, request
-from redis.backoff import ExponentialBackoff
+from flask import Flask, Response, g, jsonify, request
 from redis.exceptions import RedisClusterException
-from redis.retry import Retry
 from werkzeug.exceptions import HTTPException
 
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import LdptelError
 from ldptel.collector import metrics
 from ldptel.collector.auth import (
-    Caller,
-    IngestAuth,
-    RateLimit,
-    RefusalLimit,
     check_admin,
     create_token,
 )
 from ldptel.collector.body import (
-    check_headers,
-    gunzip_capped,
     lone_surrogate,
-    named_campaign,
-    parse_json,
-    read_capped,
-    too_large,
-    unnamed_batch,
 )
 from ldptel.collector.cors import register_cors
 from ldptel.collector.errors import ApiError, bad_request, unavailable
-from ldptel.collector.ingest import Batch, Ingestor, check_idempotency_key, parse_batch
+from ldptel.collector.ingest import check_idempotency_key
+from ldptel.collector.instance import EXTENSION, Collector, current
 from ldptel.collector.reports_api import register_reports_api
 from ldptel.collector.settings import CollectorConfig, as_config
 from ldptel.store import logs
-from ldptel.store.connection import connect as redis_connect
-from ldptel.store.registry import CampaignRetiredError, Registry
+from ldptel.store.registry import CampaignRetiredError
 
 T = TypeVar("T")
 ACCESS_LOG = logging.getLogger("ldptel.collector.access")
 ERROR_LOG = logging.getLogger("ldptel.collector")
-EXTENSION = "ldptel.collector"
-
-
-def connect(config: CollectorConfig) -> Any:
-    """A client with its own connection pool (one per worker process, made after fork); a
-    Redis Cluster client for a `redis+cluster://` URL (store/connection.py).
-
-    One quick retry reconnects a pooled connection that a Redis restart broke; an ingest
-    script that ran but whose reply was lost is then answered from its idempotency mark.
-    """
-    return redis_connect(
-        config.redis_url,
-        socket_timeout=config.redis_socket_timeout,
-        socket_connect_timeout=min(config.redis_socket_timeout, 2.0),
-        retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), 1),
-        health_check_interval=30,
-    )
-
-
-class Collector:
-    """What one app instance holds: settings, Redis client, registry, auth, ingestor."""
-
-    def __init__(self, config: CollectorConfig, clock: Callable[[], float] = time.time) -> None:
-        self.config = config
-        #: The time that stamps each batch's window (ingest.py); only `ldptel demo` sets
-        #: another one, to simulate past windows.
-        self.clock = clock
-        self.redis = connect(config)
-        self.registry = Registry(self.redis, cache_seconds=config.registry_cache_seconds)
-        self.auth = IngestAuth(self.redis, cache_seconds=config.token_cache_seconds)
-        rate_limit = RateLimit(config.rate_limit, config.rate_limit_seconds)
-        self.refusals = RefusalLimit(
-            self.redis, rate_limit, delay_seconds=config.refusal_delay_seconds
-        )
-        self.ingestor = Ingestor(
-            self.redis,
-            self.registry,
-            idempotency_seconds=config.idempotency_seconds,
-            rate_limit=rate_limit,
-            wait_replicas=config.redis_wait_replicas,
-            wait_timeout_seconds=config.redis_wait_timeout_seconds,
-            retry_after_seconds=config.retry_after_seconds,
-        )
-        self.openapi = resources.files("ldptel.collector").joinpath("openapi.yaml").read_bytes()
-
-    def check_body_headers(self, req: Request) -> str:
-        """Reject by headers alone (415/413), before any byte of the body is read; returns
-        the content encoding."""
-        return check_headers(
-            req.mimetype,
-            req.content_length,
-            req.headers.get("Content-Encoding", ""),
-            self.config.max_body_bytes,
-        )
-
-    def json_body(self) -> object:
-        """The request's JSON body (an admin request), checked against the caps before and
-        while reading."""
-        req = request._get_current_object()  # type: ignore[attr-defined]
-        encoding = self.check_body_headers(req)
-        data = read_capped(req.stream, self.config.max_body_bytes)
-        if encoding == "gzip":
-            data = gunzip_capped(data, self.config.max_body_bytes)
-        return parse_json(data)
-
-    def batch_body(self, encoding: str) -> Batch:
-        """The request's batch, its text capped by what a valid batch of the campaign it
-        names can be (Ingestor.text_limit) before any JSON object is built."""
-        req = request._get_current_object()  # type: ignore[attr-defined]
-        max_reports = self.config.max_reports_per_batch
-        data = read_capped(req.stream, self.config.max_body_bytes)
-        if encoding == "gzip":
-            data = gunzip_capped(data, self.config.max_body_bytes, self._head_limit)
-        name = named_campaign(data)
-        if name is None:  # a bad batch: say why (parsed if small, else untouched)
-            raise unnamed_batch(data, max_reports)
-        limit = self.ingestor.text_limit(name, max_reports)
-        if len(data) > limit:
-            raise too_large(limit)
-        batch = parse_batch(parse_json(data), max_reports)
-        if batch.campaign != name:
-            raise bad_request("campaign", "must appear once, as a plain string")
-        return batch
-
-    def refused_if_failing(self, caller: Caller, step: Callable[[], T]) -> T:
-        """`step()`; an ApiError it raises is a refused request of the caller's token, counted
-        against its RefusalLimit (if Redis cannot count it, the request is still answered
-        with its own error, not a 503)."""
-        try:
-            return step()
-        except ApiError:
-            try:
-                self.refusals.count(caller.token_hash)
-            except (redis.RedisError, RedisClusterException):
-                metrics.REDIS_ERRORS.inc()
-            raise
-
-    def _head_limit(self, head: bytes) -> int:
-        """The inflation cap once the first inflated bytes are known (gunzip_capped)."""
-        name = named_campaign(head)
-        max_reports = self.config.max_reports_per_batch
-        if name is None:  # named further on: until then, the largest valid batch of any campaign
-            return self.ingestor.largest_text_limit(max_reports)
-        return self.ingestor.text_limit(name, max_reports)
-
-
-def _collector() -> Collector:
-    from flask import current_app
-
-    collector: Collector = current_app.extensions[EXTENSION]
-    return collector
 
 
 def _configure_logging() -> None:
@@ -253,7 +128,7 @@ def _register_errors(app: Flask) -> None:
     def redis_error(error: Exception) -> tuple[Response, int, dict[str, str]]:
         metrics.REDIS_ERRORS.inc()
         ERROR_LOG.warning({"event": "redis_error", "type": type(error).__name__})
-        return _error_response(unavailable(_collector().config.retry_after_seconds))
+        return _error_response(unavailable(current().config.retry_after_seconds))
 
     @app.errorhandler(Exception)
     def unexpected(error: Exception) -> tuple[Response, int, dict[str, str]]:
@@ -272,7 +147,7 @@ def _register_ops(app: Flask) -> None:
 
     @app.get("/readyz")
     def readyz() -> Response:
-        _collector().redis.ping()  # a RedisError becomes 503
+        current().redis.ping()  # a RedisError becomes 503
         return jsonify(status="ready")
 
     @app.get("/metrics")
@@ -282,14 +157,14 @@ def _register_ops(app: Flask) -> None:
 
     @app.get("/openapi.yaml")
     def openapi() -> Response:
-        return Response(_collector().openapi, content_type="application/yaml")
+        return Response(current().openapi, content_type="application/yaml")
 
 
 # -- campaigns and tokens (admin) ------------------------------------------------------------
 def _register_campaigns(app: Flask) -> None:
     @app.post("/v1/campaigns")
     def create_campaign() -> tuple[Response, int]:
-        collector = _collector()
+        collector = current()
         check_admin(request.headers.get("Authorization"), collector.config.admin_token)
         data = collector.json_body()
         check_campaign_text(data)
@@ -310,7 +185,7 @@ def _register_campaigns(app: Flask) -> None:
 
     @app.get("/v1/campaigns/<name>")
     def get_campaign(name: str) -> Response:
-        collector = _collector()
+        collector = current()
         campaign = collector.registry.campaign(name, fresh=True)
         if campaign is None:
             raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
@@ -332,7 +207,7 @@ def _register_campaigns(app: Flask) -> None:
 
     @app.post("/v1/campaigns/<name>/retire")
     def retire_campaign(name: str) -> Response:
-        collector = _collector()
+        collector = current()
         check_admin(request.headers.get("Authorization"), collector.config.admin_token)
         if not collector.registry.retire(name):
             raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
@@ -340,7 +215,7 @@ def _register_campaigns(app: Flask) -> None:
 
     @app.post("/v1/tokens")
     def create_ingest_token() -> tuple[Response, int]:
-        collector = _collector()
+        collector = current()
         check_admin(request.headers.get("Authorization"), collector.config.admin_token)
         data = collector.json_body()
         if not isinstance(data, dict) or not isinstance(data.get("app"), str):
@@ -372,7 +247,7 @@ def _etag_matches(header: str, config_id: str) -> bool:
 def _register_reports(app: Flask) -> None:
     @app.post("/v1/reports")
     def post_reports() -> Response:
-        collector = _collector()
+        collector = current()
         req = request._get_current_object()  # type: ignore[attr-defined]
         headers = req.headers
         log = g.log

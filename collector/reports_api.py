@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, request
 
 from ldptel.client.errors import ParameterError
 from ldptel.collector.auth import bearer_token
 from ldptel.collector.errors import ApiError, bad_request
+from ldptel.collector.instance import current
 from ldptel.collector.settings import CollectorConfig
 from ldptel.store import reports
 
@@ -38,9 +39,7 @@ def register_reports_api(app: Flask) -> None:
 
     @app.get("/v1/campaigns/<name>/reports/<window>")
     def get_window_report(name: str, window: str) -> Response:
-        from ldptel.collector.app import EXTENSION
-
-        collector = current_app.extensions[EXTENSION]
+        collector = current()
         check_analyst(request.headers.get("Authorization"), collector.config)
         try:
             start = reports.parse_window(window)

@@ -33,6 +33,13 @@ DISCOVERY_RULE = (
     "candidates over the reports and the hash family, whatever the other strings' counts "
     "below the largest candidate's (its collision offset's worst case, expected shortfall)"
 )
+#: How a sketch's (and PEM's) release threshold is set (docs/protocol.md, "Candidates").
+EXPECTED_SHORTFALL = (
+    "expected shortfall: threshold = the expected shortfall at expected_false_discoveries / "
+    "candidates of the reports' noise (normal, the oracle's variance at f = 0) plus the worst "
+    "case of the fixed hash family's collision offset given the largest candidate's bound; "
+    "z = threshold / that noise's stderr"
+)
 POST_PROCESSING = (
     "Release thresholding is post-processing of the randomized reports: choosing which "
     "candidates to list costs no privacy beyond the reports' epsilon (Dwork & Roth 2014, "
@@ -111,6 +118,7 @@ def open_head(
     privacy = privacy_section(config, oracle, n)
     report = head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
     report["significance"]["rule"] = DISCOVERY_RULE
+    report["significance"]["method"] = EXPECTED_SHORTFALL  # olh's log sets its own (exact)
     report["consistency"] = OPEN_CONSISTENCY
     discovery: Discovery = {
         "max_length": config.max_length or 0,

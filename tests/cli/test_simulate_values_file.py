@@ -70,6 +70,5 @@ def test_bad_combinations_are_one_line(values_file: Path, tmp_path: Path) -> Non
         ([*base, str(values_file), "--n", "10"], "n"),
         ([*base, str(values_file), "--domain-size", "2"], "domain_size"),
         ([*base, str(one)], "values_file"),
-        (["simulate", "--oracle", "de", "--epsilon", "1", "--n", "10"], "domain_size"),
     ]:
         one_line_error(ldptel(*args), "simulate", field)

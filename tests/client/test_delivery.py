@@ -30,7 +30,7 @@ from ldptel.client import (
     ReportStatus,
     TokenRefusedError,
 )
-from ldptel.client.reporter import AUTH_WAIT
+from ldptel.client.settings import AUTH_WAIT
 
 VALUES = ["red", "green", "blue", "cyan", "pink"]
 

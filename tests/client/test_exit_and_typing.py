@@ -107,6 +107,6 @@ def test_the_apps_mypy_sees_reporters_signature(tmp_path: Path):
 
 
 def test_the_typed_keyword_settings_are_exactly_the_settings():
-    from ldptel.client.reporter import Settings, SettingsArgs
+    from ldptel.client.settings import Settings, SettingsArgs
 
     assert set(SettingsArgs.__annotations__) == set(Settings.__dataclass_fields__)

@@ -19,8 +19,7 @@ from collector_api import campaign_config
 from reporter_settings import FAST
 from served_collector import served
 
-from ldptel.client import Reporter, clock, ledger
-from ldptel.client import reporter as reporter_module
+from ldptel.client import Reporter, clock, install, ledger
 from ldptel.client.errors import BudgetExhaustedError
 from ldptel.client.statedb import open_state, transaction
 from ldptel.store import codec, keys
@@ -75,8 +74,8 @@ def test_an_older_url_keyed_state_dir_is_moved_into_the_install(
     collector: Any, token: str, data_home: Path
 ) -> None:
     collector.campaign(reports_per_window=10, lifetime_epsilon=2.0)
-    legacy = reporter_module.legacy_state_dir(collector.url)
-    old = open_state(legacy, reporter_module.SCHEMAS)
+    legacy = install.legacy_state_dir(collector.url)
+    old = open_state(legacy, install.SCHEMAS)
     with transaction(old):  # the old SDK spent 2 epsilon of this campaign
         ledger.charge(old, "colors", 0, 60, 2.0, ledger.Budget(10, 10.0, 10.0))
     old.close()
@@ -95,8 +94,8 @@ def test_a_second_url_keyed_state_dir_is_folded_in_not_forked(
     with Reporter(first, token, **FAST) as reporter:
         assert reporter.report("colors", "red")  # 1 epsilon in the install's state
         assert reporter.flush(timeout=20)
-    legacy = reporter_module.legacy_state_dir(second)
-    old = open_state(legacy, reporter_module.SCHEMAS)
+    legacy = install.legacy_state_dir(second)
+    old = open_state(legacy, install.SCHEMAS)
     with transaction(old):  # an old SDK under the other spelling spent 2 more
         ledger.charge(old, "colors", 0, 60, 2.0, ledger.Budget(10, 10.0, 10.0))
     old.close()
