@@ -40,9 +40,9 @@ def simulated_rows(
     return np.stack(np.unravel_index(cells, attributes.sizes), axis=1).astype(np.int64)
 
 
-def rows_from_csv(path: str) -> tuple[Attributes, NDArray[np.int64]]:
-    """A CSV with a header (the attribute names), one user a row; each attribute's labels
-    are its distinct values, most frequent first."""
+def rows_from_csv(path: str, names: list[str]) -> tuple[Attributes, NDArray[np.int64]]:
+    """A CSV with a header, one user a row, its columns `names` the attributes; each
+    attribute's labels are its distinct values, most frequent first."""
     try:
         with Path(path).open(newline="", encoding="utf-8") as handle:
             table = list(csv.reader(handle))

@@ -81,7 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--attributes",
         metavar="NAME:SIZE,...",
         help="a breakdown over 2-8 attributes (e.g. os:4,plan:3,country:5): --oracle auto, "
-        "joint or pairs; --values-file is then a CSV with a header (docs/breakdowns.md)",
+        "joint or pairs; with --values-file (a CSV with a header): NAME,... its columns used "
+        "(docs/breakdowns.md)",
     )
     parser.add_argument(
         "--distribution",
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         return run_longitudinal(args)
     if args.oracle is None:
         raise ParameterError("oracle", "is required (or give --windows for a longitudinal run)")
-    if args.attributes is not None or (args.values_file or "").endswith(".csv"):
+    if args.attributes is not None:
         return run_breakdown(args)
     if args.range is not None:
         return run_numeric(args)

@@ -66,7 +66,8 @@ def run_breakdown(args: argparse.Namespace) -> int:
     if args.values_file is not None:
         if args.n is not None:
             raise ParameterError("n", "comes from --values-file (one user a row); leave --n out")
-        attributes, rows = rows_from_csv(args.values_file)
+        names = [part.partition(":")[0].strip() for part in args.attributes.split(",")]
+        attributes, rows = rows_from_csv(args.values_file, names)
     else:
         if args.n is None:
             raise ParameterError("n", "is required")

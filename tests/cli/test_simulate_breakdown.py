@@ -35,9 +35,9 @@ def test_json_holds_every_marginal_with_cells_beside_the_truth() -> None:
 
 def test_a_csv_of_the_users_rows(tmp_path: Path) -> None:
     values = tmp_path / "rows.csv"
-    values.write_text("os,plan\n" + "ios,pro\n" * 30 + "android,free\n" * 70)
+    values.write_text("os,user,plan\n" + "ios,1,pro\n" * 30 + "android,2,free\n" * 70)
     result = ldptel(
-        "simulate", "--oracle", "joint", "--values-file", str(values),
+        "simulate", "--oracle", "joint", "--values-file", str(values), "--attributes", "os,plan",
         "--epsilon", "1", "--json", "--seed", "1",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
