@@ -38,6 +38,7 @@ from ldptel.cli.oracle_options import (
     rng_from_args,
 )
 from ldptel.cli.progress import ProgressLine
+from ldptel.cli.simulate_breakdown import run_breakdown
 from ldptel.cli.simulate_longitudinal import add_longitudinal_arguments, run_longitudinal
 from ldptel.cli.simulate_numeric import run_numeric
 from ldptel.cli.table import format_table
@@ -76,6 +77,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --level-strategy threshold or sample: the epsilon t",
     )
     parser.add_argument("--n", metavar="N", help="number of simulated clients (reports)")
+    parser.add_argument(
+        "--attributes",
+        metavar="NAME:SIZE,...",
+        help="a breakdown over 2-8 attributes (e.g. os:4,plan:3,country:5): --oracle auto, "
+        "joint or pairs; with --values-file (a CSV with a header): NAME,... its columns used "
+        "(docs/breakdowns.md)",
+    )
     parser.add_argument(
         "--distribution",
         choices=tuple(dict.fromkeys((*DISTRIBUTIONS, *NUMERIC_DISTRIBUTIONS))),
@@ -121,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         return run_longitudinal(args)
     if args.oracle is None:
         raise ParameterError("oracle", "is required (or give --windows for a longitudinal run)")
+    if args.attributes is not None:
+        return run_breakdown(args)
     if args.range is not None:
         return run_numeric(args)
     args.distribution = args.distribution or DISTRIBUTIONS[0]

@@ -1,0 +1,26 @@
+"""Breakdowns: one report per user over several categorical attributes, from which every
+one-way and two-way marginal (cross-tab) is estimated without bias (docs/breakdowns.md)."""
+
+from ldptel.client.multi.attributes import Attributes
+from ldptel.client.multi.auto import Choice, choose_breakdown
+from ldptel.client.multi.consistency import ConsistentMarginals, make_consistent
+from ldptel.client.multi.mechanisms import (
+    BREAKDOWNS,
+    Breakdown,
+    JointBreakdown,
+    Marginal,
+    PairsBreakdown,
+)
+
+__all__ = [
+    "BREAKDOWNS",
+    "Attributes",
+    "Breakdown",
+    "Choice",
+    "ConsistentMarginals",
+    "JointBreakdown",
+    "Marginal",
+    "PairsBreakdown",
+    "choose_breakdown",
+    "make_consistent",
+]

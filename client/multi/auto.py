@@ -1,0 +1,64 @@
+"""`auto` for breakdowns: the mechanism whose two-way marginal cells have the smallest exact
+variance, compared per (attributes, sizes, epsilon) and recorded with the reason.
+
+The comparison: the mean over every two-way marginal's cells of the exact variance
+(mechanisms.combine_variance) when the attributes are independent and uniform, at n users
+(the variance is ~linear in n, so the choice hardly depends on it). `joint` wins while the
+joint domain is small (each user's whole row at full epsilon); `pairs` once the joint domain
+is large (its variance grows with the number of pairs, not with the joint domain)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ldptel.client.multi.attributes import MAX_JOINT, Attributes
+from ldptel.client.multi.mechanisms import BREAKDOWNS, Breakdown
+
+#: Above this many joint cells an OUE report (one bit a cell) exceeds 4 KiB: `joint` is not
+#: a candidate there (nor above the oracles' largest domain, MAX_JOINT).
+JOINT_MAX_CELLS = 32768
+NOMINAL_USERS = 100_000
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen mechanism, why, and every candidate's mean two-way cell variance."""
+
+    mechanism: str
+    reason: str
+    variances: dict[str, float]
+
+
+def mean_pair_variance(mechanism: Breakdown, n: int = NOMINAL_USERS) -> float:
+    """Mean exact variance of the two-way cells' counts for independent uniform attributes."""
+    sizes = mechanism.attributes.sizes
+    total, cells = 0.0, 0
+    for a, b in mechanism.attributes.pairs:
+        count = sizes[a] * sizes[b]
+        f = np.full(count, 1.0 / count)
+        total += float(mechanism.exact_variance(n, (a, b), f).sum())
+        cells += count
+    return total / cells
+
+
+def choose_breakdown(
+    epsilon: float, attributes: Attributes, n: int = NOMINAL_USERS
+) -> tuple[Breakdown, Choice]:
+    variances: dict[str, float] = {}
+    built: dict[str, Breakdown] = {}
+    for name, cls in BREAKDOWNS.items():
+        if name == "joint" and attributes.joint_size > min(JOINT_MAX_CELLS, MAX_JOINT):
+            continue
+        built[name] = cls(epsilon=epsilon, attributes=attributes)
+        variances[name] = mean_pair_variance(built[name], n)
+    best = min(variances, key=lambda name: variances[name])
+    inners = sorted({oracle.name for oracle in built[best].inners})
+    others = ", ".join(f"{k} {v:.4g}" for k, v in variances.items() if k != best)
+    reason = (
+        f"{best} ({'/'.join(inners)}): smallest mean two-way cell variance "
+        f"{variances[best]:.4g} at n={n} for sizes {'x'.join(map(str, attributes.sizes))}, "
+        f"epsilon {epsilon:g} (against {others or 'no other candidate'})"
+    )
+    return built[best], Choice(best, reason, variances)
