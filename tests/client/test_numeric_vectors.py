@@ -79,3 +79,12 @@ def test_the_aggregator_counts_and_estimates_the_vectors_batch(vectors: dict[str
     assert mechanism.mean(support, len(reports)) == pytest.approx(
         vectors["batch"]["mean"], rel=1e-12, abs=1e-9
     )
+    # The stated variance of the mean, and SW's EMS, as docs/protocol.md states them.
+    assert mechanism.mean_variance_estimate(support, len(reports)) == pytest.approx(
+        vectors["batch"]["variance"], rel=1e-12
+    )
+    if "distribution" in vectors["batch"]:
+        estimated = mechanism.distribution(support, len(reports))
+        assert estimated.raw.tolist() == pytest.approx(
+            vectors["batch"]["distribution"], rel=1e-9, abs=1e-12
+        )

@@ -118,7 +118,13 @@ def estimate(config: dict[str, Any], reports: list[Any]) -> dict[str, Any]:
         ]
         fractions = [d / (n * d) * ((p + q) * ones[t] - q * sampled[t]) / (p - q) for t in range(d)]
         mean = sum(f * level_value(config, t) for t, f in enumerate(fractions))
-        return {"support": sampled + ones, "mean": mean}
+        # (r m0 sum x^2 + (r - 1) sum f_t x_t^2 + step^2 / 4) / n, r = d / d' (= 1 here).
+        x = [level_value(config, t) for t in range(d)]
+        m0 = p * q / (p - q) ** 2
+        step = (config["range"][1] - config["range"][0]) / config["resolution"]
+        square = sum(f * v * v for f, v in zip(fractions, x, strict=True))
+        variance = (m0 * sum(v * v for v in x) + 0 * square + step**2 / 4) / n
+        return {"support": sampled + ones, "mean": mean, "variance": variance}
     if name in ("duchi", "1bitmean"):
         values = duchi_values(config)
     elif name in ("pm", "sw"):
@@ -126,10 +132,39 @@ def estimate(config: dict[str, Any], reports: list[Any]) -> dict[str, Any]:
     else:
         values = band_values(config) + duchi_values(config)
     support = [sum(r["y"] == code for r in reports) for code in range(len(values))]
-    return {
-        "support": support,
-        "mean": sum(c * v for c, v in zip(support, values, strict=True)) / n,
-    }
+    mean = sum(c * v for c, v in zip(support, values, strict=True)) / n
+    # The reports' sample variance of their codes' values over n - 1, divided by n.
+    spread = sum(c * (v - mean) ** 2 for c, v in zip(support, values, strict=True)) / (n - 1)
+    result = {"support": support, "mean": mean, "variance": spread / n}
+    if name == "sw":
+        result["distribution"] = ems(config, support)
+    return result
+
+
+def ems(config: dict[str, Any], counts: list[int]) -> list[float]:
+    """SW's EMS as docs/protocol.md states it (law, start, update, smoothing, stop)."""
+    levels, codes = config["resolution"] + 1, config["resolution"] + config["band"]
+    total = band_total(config)
+    law = [
+        [(config["heavy"] if s <= j < s + config["band"] else config["light"]) / total
+         for j in range(codes)]
+        for s in range(levels)
+    ]  # fmt: skip
+    x = [1.0 / levels] * levels
+    n = sum(counts)
+    previous = -math.inf
+    for _ in range(10_000):
+        predicted = [sum(x[s] * law[s][j] for s in range(levels)) for j in range(codes)]
+        likelihood = sum(c * math.log(predicted[j]) for j, c in enumerate(counts) if c > 0)
+        if likelihood - previous < 1e-3:
+            break
+        previous = likelihood
+        ratio = [c / max(predicted[j], 1e-300) if c > 0 else 0.0 for j, c in enumerate(counts)]
+        x = [x[s] * sum(law[s][j] * ratio[j] for j in range(codes)) / n for s in range(levels)]
+        padded = [x[0], *x, x[-1]]
+        x = [(padded[i] + 2 * padded[i + 1] + padded[i + 2]) / 4 for i in range(levels)]
+        x = [v / sum(x) for v in x]
+    return x
 
 
 def mechanism_vectors(
@@ -157,7 +192,8 @@ def main() -> None:
     vectors = {
         "description": "value -> clipped -> alpha-point rounding to a level (up iff alpha < "
         "ceil(f 2^64)) -> the mechanism's integer law applied to the given uniform draws "
-        "(docs/protocol.md, Numeric campaigns); batch: support and mean estimate",
+        "(docs/protocol.md, Numeric campaigns); batch: support, mean estimate, its stated "
+        "variance, and for sw the EMS distribution over the levels",
         "mechanisms": [
             mechanism_vectors(
                 duchi,
