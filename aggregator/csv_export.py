@@ -74,18 +74,25 @@ def numeric_rows(report: Report) -> list[list[object]]:
     return rows
 
 
+def table_rows(document: WindowDocument) -> tuple[tuple[str, ...], list[list[object]]]:
+    """The header and rows of a window: every item of every report, largest estimate first
+    within a report (a numeric campaign's window: every report's mean and buckets). The CSV
+    and the Parquet file (parquet_export.py) are both written from these."""
+    if any("numeric" in report for report in document["reports"]):
+        return NUMERIC_CSV_COLUMNS, [row for r in document["reports"] for row in numeric_rows(r)]
+    rows = [
+        csv_row(report, item)
+        for report in document["reports"]
+        for item in sorted(report["items"], key=lambda i: -i["estimate"])
+    ]
+    return CSV_COLUMNS, rows
+
+
 def render_csv(document: WindowDocument) -> str:
-    """Every item of every report of the window, largest estimate first within a report
-    (a numeric campaign's window: every report's mean and buckets)."""
+    """The window's rows (table_rows) as CSV text."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    if any("numeric" in report for report in document["reports"]):
-        writer.writerow(NUMERIC_CSV_COLUMNS)
-        for report in document["reports"]:
-            writer.writerows(numeric_rows(report))
-        return out.getvalue()
-    writer.writerow(CSV_COLUMNS)
-    for report in document["reports"]:
-        for item in sorted(report["items"], key=lambda i: -i["estimate"]):
-            writer.writerow(csv_row(report, item))
+    header, rows = table_rows(document)
+    writer.writerow(header)
+    writer.writerows(rows)
     return out.getvalue()

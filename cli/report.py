@@ -1,5 +1,6 @@
 """`ldptel report CAMPAIGN`: a window's estimates, built from the current window state, as a
-table for people, JSON for machines, CSV for spreadsheets, or a self-contained HTML page."""
+table for people, JSON for machines, CSV for spreadsheets, Parquet for dataframes, or a
+self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write every item's counts and proportions as CSV ('-' for stdout)",
     )
+    output.add_argument(
+        "--parquet",
+        metavar="FILE",
+        help="write the CSV's rows as a typed Parquet file (needs pyarrow: the [parquet] extra)",
+    )
     add_report_arguments(parser)
 
 
@@ -63,6 +69,18 @@ def write_output(path: Path, text: str, option: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise ParameterError(option, f"cannot write {path}: {error.strerror}") from None
+
+
+def parquet_output(document: WindowDocument, path: Path) -> int:
+    """Write the Parquet file; no pyarrow or an unwritable path is a one-line error."""
+    from ldptel.aggregator.parquet_export import ParquetUnavailableError, write_parquet
+
+    try:
+        return write_parquet(document, path)
+    except ParquetUnavailableError as error:
+        raise ParameterError("parquet", str(error)) from None
+    except OSError as error:
+        raise ParameterError("parquet", f"cannot write {path}: {error.strerror}") from None
 
 
 def read_text(path: str, field: str) -> str:
@@ -150,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.csv:
         write_output(Path(args.csv), render_csv(document), "csv")
         print(f"wrote {args.csv}")
+    elif args.parquet:
+        rows = parquet_output(document, Path(args.parquet))
+        print(f"wrote {args.parquet} ({rows:,} rows)")
     else:
         print(format_window(document))
     return 0

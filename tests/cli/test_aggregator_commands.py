@@ -104,6 +104,32 @@ def test_the_csv_report_holds_the_json_reports_numbers_and_their_proportions(
     )
 
 
+def test_the_parquet_report_holds_the_csv_reports_rows_typed(
+    campaign: Any, redis_url: str, capsys: Any, tmp_path: Path
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")  # the test extra installs it
+    report = ["report", campaign.name, "--redis-url", redis_url]
+    assert main(["aggregator", "run", "--once", "--quiet", "--redis-url", redis_url]) == 0
+    capsys.readouterr()
+    assert main([*report, "--csv", "-"]) == 0
+    csv_rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    written = tmp_path / "r.parquet"
+    assert main([*report, "--parquet", str(written)]) == 0
+    assert capsys.readouterr().out == f"wrote {written} ({len(csv_rows):,} rows)\n"
+
+    table = pq.read_table(written)
+    assert table.column_names == list(csv_rows[0])
+    assert table.num_rows == len(csv_rows) == 8  # items 0..7, each once
+    assert str(table.schema.field("estimate").type) == "double"
+    assert str(table.schema.field("significant").type) == "bool"
+    # cell by cell, for every report kind: tests/aggregator/test_parquet_export.py
+    assert table.column("item").to_pylist() == [row["item"] for row in csv_rows]
+    assert table.column("estimate").to_pylist() == [float(row["estimate"]) for row in csv_rows]
+
+    assert main([*report, "--parquet", "/nonexistent/dir/r.parquet"]) == 2
+    assert capsys.readouterr().err.startswith("ldptel report: error: parquet: cannot write ")
+
+
 def test_report_errors_are_one_line(redis_client: Any, redis_url: str, capsys: Any) -> None:
     assert main(["report", "nope", "--redis-url", redis_url]) == 2
     assert "unknown campaign" in capsys.readouterr().err
