@@ -5,6 +5,7 @@ self-contained HTML page."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ldptel.aggregator.model import WindowDocument
     from ldptel.aggregator.report import Candidates
     from ldptel.store.connection import RedisClient
+    from ldptel.store.registry import Registry
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_redis_argument(parser)
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print the window document as JSON")
+    output.add_argument(
+        "--json",
+        action="store_true",
+        help="print the window document (with --list: the windows) as JSON",
+    )
     output.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     output.add_argument(
         "--csv",
@@ -139,12 +145,15 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("campaign", f"unknown campaign {args.campaign!r}")
     windows = list_windows(client, registry, args.campaign)
     if args.list:
-        for window in windows:
-            print(f"{window}  {iso(window)}")
+        if args.json:
+            listed = [{"start": iso(window), "start_unix": window} for window in windows]
+            print(json.dumps({"campaign": args.campaign, "windows": listed}))
+        else:
+            print("".join(f"{window}  {iso(window)}\n" for window in windows), end="")
         return 0
     if args.window == "latest":
         if not windows:
-            raise ParameterError("window", f"campaign {args.campaign!r} has no data yet")
+            raise ParameterError("window", no_windows(client, registry, args.campaign))
         window = windows[-1]
     else:
         window = config.window_of(parse_window(args.window))
@@ -174,6 +183,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_window(document))
     return 0
+
+
+def no_windows(client: RedisClient, registry: Registry, name: str) -> str:
+    """Why a campaign has no window to report: nothing accepted yet, or accepted reports the
+    aggregator has not counted (they wait in the campaign's streams)."""
+    from ldptel.aggregator.report import window_shards
+    from ldptel.store import keys
+
+    waiting = sum(client.xlen(keys.stream(name, shard)) for shard in window_shards(registry, name))
+    if waiting:
+        return (
+            f"campaign {name!r} has accepted reports ({waiting:,} stream entries) not yet "
+            "aggregated: run `ldptel aggregator run --once`"
+        )
+    return f"campaign {name!r} has no data yet"
 
 
 def pruned_window(

@@ -61,6 +61,25 @@ def test_aggregator_run_once_then_report_as_table_json_and_html(
 
     assert main(["report", campaign.name, "--list", "--redis-url", redis_url]) == 0
     assert capsys.readouterr().out.startswith(f"{WINDOW}  2023-11-15T00:00:00Z")
+    assert main(["report", campaign.name, "--list", "--json", "--redis-url", redis_url]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "campaign": campaign.name,
+        "windows": [{"start": "2023-11-15T00:00:00Z", "start_unix": WINDOW}],
+    }
+
+
+def test_a_campaign_with_reports_waiting_says_to_run_the_aggregator(
+    campaign: Any, redis_url: str, capsys: Any
+) -> None:
+    assert main(["report", campaign.name, "--redis-url", redis_url]) == 2
+    assert capsys.readouterr().err.endswith(
+        "not yet aggregated: run `ldptel aggregator run --once`\n"
+    )
+    run = ["aggregator", "run", "--once", "--quiet", "--json", "--redis-url", redis_url]
+    assert main(run) == 0
+    totals = json.loads(capsys.readouterr().out)
+    assert (totals["reports"], totals["quarantined"], totals["reports_built"]) == (3000, 0, 1)
+    assert main(["report", campaign.name, "--redis-url", redis_url]) == 0
 
 
 def test_the_csv_report_holds_the_json_reports_numbers_and_their_proportions(
