@@ -77,7 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate-limit",
         type=int,
         metavar="N",
-        help="requests per second per ingest token (0 = unlimited; $LDPTEL_RATE_LIMIT, else 1000)",
+        help="requests per ingest token and campaign per $LDPTEL_RATE_LIMIT_SECONDS (default 1 s) "
+        "window (0 = unlimited; $LDPTEL_RATE_LIMIT, else 1000)",
     )
     serve.add_argument(
         "--data-dir",
