@@ -7,12 +7,17 @@ Reports without items (not enough reports) have no rows.
 
 A numeric campaign's document (reports with a `numeric` section) is written with its own
 header, NUMERIC_CSV_COLUMNS: per report one `mean` row, then one `bucket` row per bucket of
-the distribution (sw, dbitflip); the columns a row's kind lacks are empty."""
+the distribution (sw, dbitflip); the columns a row's kind lacks are empty.
+
+Every CSV the project writes (this module's, the dashboard's downloads) goes through
+`write_csv`, which neutralises formula cells: an item is free text that app users chose."""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+from collections.abc import Iterable, Sequence
 
 from ldptel.aggregator.model import Item, Report, WindowDocument
 
@@ -32,6 +37,34 @@ NUMERIC_CSV_COLUMNS = (
     "confidence", "range_low", "range_high", "row", "estimate", "stderr", "ci_low", "ci_high",
     "worst_case_stderr", "bucket_low", "bucket_high", "point", "probability", "raw", "cdf",
 )  # fmt: skip
+
+
+#: A text cell starting with one of these is run by a spreadsheet as a formula (OWASP,
+#: "CSV Injection": prefix such a cell with a single quote, which the spreadsheet hides).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A plain decimal number (a negative one included): a spreadsheet reads it as a number.
+_NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_cell(value: object) -> object:
+    """A cell as written: None empty, numbers as they are, text that would start a formula
+    behind a single quote (`-2` stays a number; `-2+3` is a formula and is quoted)."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return value if _NUMBER.fullmatch(value) else "'" + value
+    return value
+
+
+def write_csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """The project's one CSV writer: a header line, then the rows, every cell neutralised."""
+    out = io.StringIO()
+    # RFC 4180's CRLF: the csv module quotes a cell holding a line terminator's character,
+    # so a CR inside a cell cannot end its row (with "\n" alone it is written bare).
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(header)
+    writer.writerows([spreadsheet_cell(value) for value in row] for row in rows)
+    return out.getvalue()
 
 
 def _flag(value: bool) -> str:
@@ -90,9 +123,4 @@ def table_rows(document: WindowDocument) -> tuple[tuple[str, ...], list[list[obj
 
 def render_csv(document: WindowDocument) -> str:
     """The window's rows (table_rows) as CSV text."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    header, rows = table_rows(document)
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
+    return write_csv(*table_rows(document))

@@ -49,7 +49,39 @@ class Central(TypedDict):
     delta: float
     applies: bool
     epsilon: float
+    #: FMT21 Theorem 3.1's closed form at the same n and delta, for comparison (None when its
+    #: precondition fails).
+    closed_form_epsilon: float | None
     reason: str
+    #: Who it holds against, between which inputs, and in words (ldptel.client.statements).
+    adversary: str
+    neighbouring: str
+    statement: str
+
+
+class Local(TypedDict):
+    """The local guarantee of one report, against the collector and the network."""
+
+    epsilon: float
+    delta: float
+    adversary: str
+    neighbouring: str
+    statement: str
+
+
+class CentralLifetime(TypedDict):
+    """An install's reports over every window, for a reader of every window's report: the
+    windows' central guarantees composed (aggregator/privacy.py); null figures when it does
+    not apply (no central guarantee, or memoized reports)."""
+
+    applies: bool
+    windows: int
+    epsilon: float | None
+    delta: float | None
+    n_users: int
+    adversary: str
+    neighbouring: str
+    statement: str
 
 
 class RapporPrivacy(TypedDict):
@@ -80,7 +112,15 @@ class Longitudinal(TypedDict):
     memoization: str
     per_report_epsilon: float
     window_epsilon: float
+    #: By adding epsilons (delta 0), over at most lifetime_reports fresh reports.
     lifetime_epsilon: float
+    lifetime_reports: int
+    #: By optimal composition, at lifetime_delta (null under exact memoization).
+    lifetime_composed_epsilon: float | None
+    lifetime_delta: float | None
+    #: Whose budget the ledger enforces: basic or optimal composition.
+    accountant: str
+    adversary: str
     holds_for: str
     discloses: str
     statement: str
@@ -91,6 +131,10 @@ class Privacy(_Privacy, total=False):
 
     #: Over a user's whole history: per window, for life, for which histories.
     longitudinal: Longitudinal
+    #: One report's guarantee against the collector and the network, in words.
+    local: Local
+    #: For a reader of every window's report, over an install's life.
+    central_lifetime: CentralLifetime
     #: RAPPOR only: its parameters and the bound over all reports of one value.
     rappor: RapporPrivacy
     permanent_epsilon: float
@@ -217,6 +261,30 @@ class Numeric(_Numeric, total=False):
     distribution: DistributionEstimate
 
 
+class TreeNode(TypedDict):
+    """One node of a window's prefix: its level, first window (index in the horizon) and
+    the sum of the +-1 bits reported for it, per tracked item."""
+
+    level: int
+    start: int
+    sums: list[int]
+
+
+class TreeSection(TypedDict):
+    """Memoization "tree" (ldptel.client.tree): where the window lies in its horizon, the
+    nodes its estimates sum (read from the window states at each node's end), and what an
+    install past max_changes does to them."""
+
+    horizon: int
+    window_index: int
+    horizon_windows: int
+    max_changes: int
+    levels: int
+    nodes: list[TreeNode]
+    method: str
+    past_max_changes: str
+
+
 class _Report(TypedDict):
     campaign: str
     config_id: str
@@ -248,6 +316,8 @@ class Report(_Report, total=False):
     #: A numeric campaign (a range instead of a domain): the mean and distribution (absent
     #: while n < min_reports, as its items would be).
     numeric: Numeric
+    #: Memoization "tree": the window's place in its horizon and the nodes summed.
+    tree: TreeSection
     #: Present when the stated stderr and intervals are not calibrated (full RAPPOR decoded
     #: by its LASSO selection, more candidates than m k / 4): why, and how far off.
     uncalibrated: str

@@ -23,9 +23,7 @@ from ldptel.aggregator.model import (
     Discovery,
     Item,
     LevelRow,
-    Longitudinal,
     Privacy,
-    RapporPrivacy,
     Report,
     Window,
     WindowDocument,
@@ -33,14 +31,20 @@ from ldptel.aggregator.model import (
     to_json,
 )
 from ldptel.aggregator.numeric import numeric_estimates
-from ldptel.aggregator.privacy import shuffle_amplification
+from ldptel.aggregator.privacy import longitudinal, privacy_section
 from ldptel.aggregator.state import LogView, StateKey, list_states, read_log, read_state
+from ldptel.aggregator.tree import (
+    prefix_nodes,
+    tree_counts,
+    tree_section,
+    tree_variance,
+    with_tree,
+)
 from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.discovery.threshold import candidates_threshold
 from ldptel.client.errors import ParameterError
 from ldptel.client.hashing import item_keys
-from ldptel.client.ledger import guarantee
 from ldptel.client.levels import LevelPart, combine
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles import FrequencyOracle, PureOracle
@@ -49,6 +53,7 @@ from ldptel.client.oracles.olh import OpenDomainOLH
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.oracles.rappor_decode import alone_variance
 from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.tree_wire import TreeReports
 from ldptel.store import reports as stored_reports
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
@@ -221,56 +226,9 @@ def fit_statistics(
     }
 
 
-def privacy_section(config: CampaignConfig, oracle: Mechanism, n: int) -> Privacy:
-    """Local epsilon, per-user epsilon in the window, and the shuffle-amplified guarantee."""
-    per_user = oracle.epsilon * config.reports_per_window
-    users = n // config.reports_per_window
-    central = shuffle_amplification(per_user, users) if users > 0 else None
-    section: Privacy = {
-        "local_epsilon": oracle.epsilon,
-        "reports_per_window": config.reports_per_window,
-        "user_epsilon_per_window": per_user,
-        "lifetime_epsilon": config.lifetime_epsilon,
-        "central": central,
-        "longitudinal": longitudinal(config),
-    }
-    if isinstance(oracle, Rappor):  # its parameters as used, and the bound over all reports
-        section["rappor"] = rappor_privacy(oracle)
-        section["permanent_epsilon"] = oracle.permanent_epsilon
-    return section
-
-
-def longitudinal(config: CampaignConfig) -> Longitudinal:
-    """The ledger's guarantee over a user's whole history (ldptel.client.ledger.guarantee)."""
-    promise = guarantee(config)
-    return {
-        "memoization": promise.memoization,
-        "per_report_epsilon": promise.per_report_epsilon,
-        "window_epsilon": promise.window_epsilon,
-        "lifetime_epsilon": promise.lifetime_epsilon,
-        "holds_for": promise.holds_for,
-        "discloses": promise.discloses,
-        "statement": promise.statement,
-    }
-
-
-def rappor_privacy(oracle: Rappor) -> RapporPrivacy:
-    """RAPPOR's parameters as used and both of its guarantees."""
-    summary = oracle.privacy_summary()
-    return {
-        "epsilon": summary["epsilon"],
-        "permanent_epsilon": summary["permanent_epsilon"],
-        "k": summary["k"],
-        "h": summary["h"],
-        "m": summary["m"],
-        "f": summary["f"],
-        "p": summary["p"],
-        "q": summary["q"],
-    }
-
-
 def privacy_sentences(report: Report) -> list[str]:
-    """The privacy parameters of a report in plain words."""
+    """The privacy parameters of a report in plain words: one sentence per number, each
+    naming its adversary, neighbouring relation and delta (ldptel.client.statements)."""
     privacy = report["privacy"]
     if "levels" in privacy:
         return level_privacy_sentences(report)
@@ -281,6 +239,10 @@ def privacy_sentences(report: Report) -> list[str]:
         f"value, any report is at most e^{eps:.3g} = {math.exp(eps):.3g} times more likely "
         "under it than under any other value.",
     ]
+    if "tree" in report:  # memoization "tree": the bound is over a horizon's reports
+        lines[0] = TREE_SENTENCE.format(eps=eps, windows=report["tree"]["horizon_windows"])
+    if "local" in privacy:
+        lines.append(privacy["local"]["statement"])
     if privacy["reports_per_window"] > 1:
         lines.append(
             f"A user sends at most {privacy['reports_per_window']} reports per window, so a "
@@ -305,13 +267,13 @@ def privacy_sentences(report: Report) -> list[str]:
         )
         lines.append(
             "The collector keeps no identifying metadata, and this report depends only on the "
-            f"anonymous multiset of the window's reports (from {users}); by privacy "
-            "amplification by shuffling it is also "
-            f"({central['epsilon']:.3g}, {central['delta']:.1g})-differentially private in the "
-            "central sense (Feldman, McMillan, Talwar 2021)."
+            f"anonymous multiset of the window's reports (from {users}). " + central["statement"]
         )
     elif central:
-        lines.append(f"No amplification by shuffling is claimed: {central['reason']}.")
+        lines.append(central["statement"])
+    lifetime = privacy.get("central_lifetime")
+    if lifetime and lifetime["applies"]:
+        lines.append(lifetime["statement"])
     return lines
 
 
@@ -510,6 +472,13 @@ DISCOVERY_RULE = (
     "candidates over the reports and the hash family, whatever the other strings' counts "
     "below the largest candidate's (its collision offset's worst case, expected shortfall)"
 )
+#: How a sketch's (and PEM's) release threshold is set (docs/protocol.md, "Candidates").
+EXPECTED_SHORTFALL = (
+    "expected shortfall: threshold = the expected shortfall at expected_false_discoveries / "
+    "candidates of the reports' noise (normal, the oracle's variance at f = 0) plus the worst "
+    "case of the fixed hash family's collision offset given the largest candidate's bound; "
+    "z = threshold / that noise's stderr"
+)
 POST_PROCESSING = (
     "Release thresholding is post-processing of the randomized reports: choosing which "
     "candidates to list costs no privacy beyond the reports' epsilon (Dwork & Roth 2014, "
@@ -645,6 +614,7 @@ def _open_head(
     privacy = privacy_section(config, oracle, n)
     report = _head(config, state, oracle.name, oracle.epsilon, n, options, built_at, privacy)
     report["significance"]["rule"] = DISCOVERY_RULE
+    report["significance"]["method"] = EXPECTED_SHORTFALL  # olh's log sets its own (exact)
     report["consistency"] = OPEN_CONSISTENCY
     discovery: Discovery = {
         "max_length": config.max_length or 0,
@@ -797,6 +767,42 @@ def level_reports(
     return [combined_report(config, state, parts, rows, options, built_at), *reports]
 
 
+TREE_SENTENCE = (
+    "Every install's reports of a horizon of {windows} windows were randomized on its device "
+    "together at epsilon = {eps:.3g} (memoization tree, local differential privacy): whatever "
+    "two value histories of the horizon, its reports are at most e^{eps:.3g} times more "
+    "likely under one than under the other."
+)
+
+
+def tree_report(
+    client: RedisClient,
+    name: str,
+    shards: range,
+    config: CampaignConfig,
+    mechanism: TreeReports,
+    state: StateKey,
+    n: int,
+    support: NDArray[np.int64],
+    options: ReportOptions,
+    built_at: float | None,
+) -> Report:
+    """A memoization "tree" config's window: counts from prefix sums (aggregator/tree.py)."""
+    privacy = privacy_section(config, mechanism, n)
+    # A window's estimate sums reports of up to L windows: the one-window shuffle bound is
+    # not claimed for it.
+    privacy["central"] = None
+    report = _head(config, state, mechanism.name, mechanism.epsilon, n, options, built_at, privacy)
+    horizon, t, nodes = prefix_nodes(client, name, shards, config, mechanism, state, support)
+    with_tree(report, tree_section(mechanism, horizon, t, nodes))
+    if _not_enough(report):
+        return report
+    counts = tree_counts(mechanism, nodes, n, config.domain_size)
+    variance_of = tree_variance(mechanism, t, config.domain_size)
+    report["items"] = _items(config.domain, estimate_statistics(counts, variance_of, n, options))
+    return report
+
+
 def window_shards(registry: Registry, name: str) -> range:
     return range(registry.shard_count(name))
 
@@ -842,6 +848,10 @@ def build_window(
                 )  # fmt: skip
                 continue
             n, support = read_state(client, name, shards, state, oracle.support_size)
+            if isinstance(oracle, TreeReports):
+                tree_args = (client, name, shards, config, oracle, state, n, support)
+                reports.append(tree_report(*tree_args, options, built_at))
+                continue
             if isinstance(oracle, PrefixExtendingMethod):
                 if candidates is not None and candidates.values:
                     raise ParameterError(

@@ -23,6 +23,7 @@ import redis
 
 from ldptel.aggregator.shard import stream_entries
 from ldptel.aggregator.state import StateKey, list_states
+from ldptel.aggregator.tree import horizon_end
 from ldptel.store import codec, keys
 from ldptel.store.connection import RedisClient, node_client, text
 from ldptel.store.registry import Registry
@@ -81,6 +82,9 @@ def _prune_state(
     window_seconds = config.window_seconds if config is not None else 0
     if now < state.window + 2 * window_seconds:
         return PruneOutcome(shard, state, False, "its window ended less than a window ago")
+    if config is not None and now < horizon_end(config, state.window) + window_seconds:
+        reason = "memoization tree: the later windows of its horizon sum its node"
+        return PruneOutcome(shard, state, False, reason)
     # Outside the shard's slot (a cluster node's transaction cannot read it); a stored report
     # is only ever replaced, so it need not be watched.
     if not client.exists(keys.report(name, state.window)):

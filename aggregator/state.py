@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from redis.client import Pipeline
 
 from ldptel.store import keys
-from ldptel.store.connection import RedisClient
+from ldptel.store.connection import RedisClient, text
 
 # One EVAL per state instead of one HINCRBY command per item: Python builds one command, and
 # the script text (not EVALSHA) keeps it safe inside MULTI, where a NOSCRIPT error would not
@@ -269,6 +269,21 @@ def pending_states(
         shard: {member.decode(): version for member, version in fields.items()}
         for shard, fields in zip(shards, found, strict=True)
     }
+
+
+def pending_windows(client: RedisClient, shard_counts: dict[str, int]) -> dict[str, set[int]]:
+    """Per campaign with any: the windows whose report is out of date, every campaign's
+    shards read in one pipeline."""
+    shards = [(name, shard) for name, count in shard_counts.items() for shard in range(count)]
+    with client.pipeline(transaction=False) as pipe:
+        for name, shard in shards:
+            pipe.hkeys(keys.pending_reports(name, shard))
+        found = pipe.execute()
+    windows: dict[str, set[int]] = {}
+    for (name, _), members in zip(shards, found, strict=True):
+        for member in members:
+            windows.setdefault(name, set()).add(StateKey.from_member(text(member)).window)
+    return windows
 
 
 def reported(

@@ -267,14 +267,19 @@ def hostile_cost(
 
 
 @contextlib.contextmanager
-def serving(redis_url: str, rate_limit: int = 0) -> Iterator[tuple[int, Any]]:
+def serving(
+    redis_url: str, rate_limit: int = 0, refusal_delay: float = 0.0
+) -> Iterator[tuple[int, Any]]:
     """`ldptel collector serve` (2 workers, `rate_limit` requests per token and second, 0 =
-    off) on a free port; yields (port, process) once it is ready, stops it afterwards."""
+    off; refusals answered `refusal_delay` s late, 0 = at once, as these benchmarks were first
+    measured) on a free port; yields (port, process) once it is ready, stops it afterwards."""
     port = free_port()
+    env = {**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN,
+           "LDPTEL_REFUSAL_DELAY_SECONDS": str(refusal_delay)}  # fmt: skip
     collector = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
          "--redis-url", redis_url, "--workers", "2", "--rate-limit", str(rate_limit)],
-        env={**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN}, stderr=subprocess.DEVNULL,
+        env=env, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         for _ in range(300):
@@ -363,9 +368,14 @@ def main() -> None:
     results["slow_ratio"] = float(np.median([s["requests_per_s"] for s in results["slow"]])) / quiet
     results["bomb_ratio"] = results["bombs"]["requests_per_s"] / quiet
     results["flood_ratio"] = results["flood"]["requests_per_s"] / quiet
+    emit(results, args.json)
+
+
+def emit(results: dict[str, Any], path: str | None) -> None:
+    """The results as JSON on stdout, and in `path` if given."""
     print(json.dumps(results, indent=2))
-    if args.json:
-        with open(args.json, "w") as out:
+    if path:
+        with open(path, "w") as out:
             json.dump(results, out, indent=2)
 
 

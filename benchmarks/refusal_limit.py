@@ -13,7 +13,6 @@ measurements alternate (3 each), since other jobs change the machine's speed min
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
@@ -23,6 +22,7 @@ from collector_front_door import (
     _bombers,
     admin_post,
     bombs,
+    emit,
     normal_load,
     serving,
     with_hostile,
@@ -36,16 +36,31 @@ from ldptel.store.redis_server import RedisServer
 APPS = 16
 
 
-def measure(rate_limit: int, seconds: float) -> dict[str, Any]:
-    """Quiet and flooded normal throughput, 3 of each, interleaved, at one rate limit."""
+def measure(
+    rate_limit: int,
+    seconds: float,
+    *,
+    shared_token: bool = False,
+    senders: int = BOMB_SENDERS,
+    refusal_delay: float = 0.0,
+) -> dict[str, Any]:
+    """Quiet and flooded normal throughput, 3 of each, interleaved, at one rate limit. With
+    `shared_token`, the bombers use the normal clients' one token (an app's public token)."""
     config = CampaignConfig.from_dict(
         {"name": "bench", "oracle": "oue", "epsilon": 1.0, "domain": [f"v{i}" for i in range(64)]}
     )
-    result: dict[str, Any] = {"rate_limit": rate_limit, "quiet": [], "flooded": [], "bombs": []}
-    with RedisServer(appendonly=True) as server, serving(server.url, rate_limit) as (port, proc):
+    result: dict[str, Any] = {"rate_limit": rate_limit, "refusal_delay": refusal_delay,
+                              "quiet": [], "flooded": [], "bombs": []}  # fmt: skip
+    with (
+        RedisServer(appendonly=True) as server,
+        serving(server.url, rate_limit, refusal_delay) as (port, proc),
+    ):
         config_id = admin_post(port, "/v1/campaigns", config.to_dict())["config_id"]
-        tokens = [admin_post(port, "/v1/tokens", {"app": f"app{i}"})["token"] for i in range(APPS)]
-        flooder = admin_post(port, "/v1/tokens", {"app": "flooder"})["token"]
+        apps = 1 if shared_token else APPS
+        tokens = [admin_post(port, "/v1/tokens", {"app": f"app{i}"})["token"] for i in range(apps)]
+        flooder = (
+            tokens[0] if shared_token else admin_post(port, "/v1/tokens", {"app": "x"})["token"]
+        )
         body = make_body(config, config_id, 100)
         pids = workers_of(proc.pid)
         normal_load(port, tokens, body, APPS, 1.0, pids)  # warm-up: every worker has loaded
@@ -53,7 +68,7 @@ def measure(rate_limit: int, seconds: float) -> dict[str, Any]:
         for _ in range(3):
             result["quiet"].append(normal_load(port, tokens, body, APPS, seconds, pids))
             flooded, answers = with_hostile(
-                _bombers, (port, flooder, bodies, BOMB_SENDERS),
+                _bombers, (port, flooder, bodies, senders),
                 lambda: normal_load(port, tokens, body, APPS, seconds, pids),
             )  # fmt: skip
             result["flooded"].append(flooded)
@@ -62,6 +77,7 @@ def measure(rate_limit: int, seconds: float) -> dict[str, Any]:
     flooded = [run["requests_per_s"] for run in result["flooded"]]
     result["ratios"] = [f / q for q, f in zip(quiet, flooded, strict=True)]
     result["ratio_of_medians"] = float(np.median(flooded) / np.median(quiet))
+    result["median_ratio"] = float(np.median(result["ratios"]))
     return result
 
 
@@ -75,10 +91,7 @@ def main() -> None:
     results["off"] = measure(0, args.seconds)
     results["on"] = measure(args.rate_limit, args.seconds)
     results["load_average_after"] = os.getloadavg()
-    print(json.dumps(results, indent=2))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(results, out, indent=2)
+    emit(results, args.json)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
 
 CAMPAIGN = "demo-screens"
 COLOR_CAMPAIGN = "demo-favorite-color"
-SCENARIOS = ("screens", "favorite-color")
+SCENARIOS = ("screens", "favorite-color", "daily")
 #: favorite-color: the answers most users give (Zipf over this order), the share of rare
 #: answers (misspellings of them, and dictionary names held by one user each), and the
 #: longest answer the campaign takes (UTF-8 bytes).
@@ -85,16 +85,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=SCENARIOS,
         default="screens",
         help="screens: app screens, a fixed domain (default); favorite-color: free-text "
-        "answers, an open-domain campaign reported against a dictionary of colour names",
+        "answers, an open-domain campaign reported against a dictionary of colour names; "
+        "daily: a yes/no answer every day for a year, some users changing it, under "
+        "memoization tree (cli/demo_daily.py)",
     )
-    parser.add_argument("--n", type=int, default=100_000, help="simulated users (default 100000)")
+    parser.add_argument(
+        "--n", type=int, default=None, help="simulated users (default 100000; daily: 2000)"
+    )
     parser.add_argument(
         "--oracle",
         default=None,
         help="oracle name (default oue; favorite-color: auto, or pem to discover the answers "
         "with no dictionary)",
     )
-    parser.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
+    parser.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="privacy budget (default 1; daily: 4 for the whole year of each install's reports)",
+    )
     parser.add_argument(
         "--domain-size", type=int, default=len(SCREENS), metavar="D", help="items (default 32)"
     )
@@ -414,8 +423,15 @@ def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
     """The demo campaign, validated here (one clear error before anything is started)."""
     from ldptel.client.campaign import CampaignConfig
 
+    if args.epsilon is None:  # the default depends on the scenario (--help)
+        args.epsilon = 4.0 if args.scenario == "daily" else 1.0
+
     campaign: dict[str, Any]
-    if args.scenario == "favorite-color":
+    if args.scenario == "daily":
+        from ldptel.cli.demo_daily import daily_campaign
+
+        campaign = daily_campaign(args.epsilon)
+    elif args.scenario == "favorite-color":
         oracle = args.oracle or "auto"
         campaign = {
             "name": COLOR_CAMPAIGN,
@@ -437,6 +453,15 @@ def demo_campaign(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    daily = args.scenario == "daily"
+    if args.n is None:
+        from ldptel.cli.demo_daily import DAILY_USERS
+
+        args.n = DAILY_USERS if daily else 100_000
+    if daily and args.sdk_users:  # the SDK reports on the wall clock: today, not that year
+        raise ParameterError("sdk_users", "the daily scenario simulates a past year: give 0")
+    if daily:
+        args.sdk_users = 0
     if args.n < 1:
         raise ParameterError("n", "must be >= 1")
     if args.sdk_users is None:
@@ -507,7 +532,12 @@ def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) 
     show = shows_progress(sys.stderr, machine_output=args.json)
     server = _step("starting redis-server", show, lambda: RedisServer(appendonly=False).start())
     stack.callback(server.cleanup)
-    filled = fill(server.url, args, campaign, stack, show)
+    if args.scenario == "daily":
+        from ldptel.cli.demo_daily import fill_daily
+
+        filled = fill_daily(server.url, args, campaign, stack, show)
+    else:
+        filled = fill(server.url, args, campaign, stack, show)
     document, true_counts = filled.document, filled.true_counts
     timings = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in Stage.TIMINGS.items())
     print(f"stages: {timings}", file=sys.stderr)

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "heavy_hitters",
         "discover the frequent strings of a values file, no candidates",
     ),
+    "budget": ("budget", "how many reports an install may send under a lifetime budget"),
     "audit": ("audit", "measure an oracle's privacy loss against its claimed epsilon"),
     "collector": ("collector", "run the collector; manage ingest tokens and campaigns"),
     "aggregator": ("aggregator", "aggregate report streams into window state and reports"),

@@ -32,12 +32,15 @@ def add_oracle_arguments(
     epsilon_required: bool = True,
     numeric: bool = False,
     domain_required: bool = True,
+    oracle_required: bool = True,
 ) -> None:
     """Add --oracle, --epsilon, --domain-size, --param and --seed to a subcommand; with
     `numeric`, also --range for the numeric mechanisms (then --domain-size is optional, as it
     is without `domain_required`)."""
     names = ", ".join([*ORACLES, *(NUMERIC_MECHANISMS if numeric else ())])
-    parser.add_argument("--oracle", required=True, help=f"oracle name: {names} (or an alias)")
+    parser.add_argument(
+        "--oracle", required=oracle_required, help=f"oracle name: {names} (or an alias)"
+    )
     parser.add_argument(
         "--epsilon", required=epsilon_required, metavar="E", help="privacy budget, > 0"
     )
@@ -45,7 +48,7 @@ def add_oracle_arguments(
         "--domain-size",
         required=domain_required and not numeric,
         metavar="D",
-        help="number of items, >= 2",
+        help="number of items, >= 2" + ("" if domain_required else " (default 64)"),
     )
     if numeric:
         parser.add_argument(
@@ -114,10 +117,14 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     return params
 
 
+#: Items of a categorical simulation or audit that names no --domain-size (nor a values file).
+DEFAULT_DOMAIN_SIZE = 64
+
+
 def domain_size_from_args(args: argparse.Namespace) -> int:
-    """--domain-size (required unless --range gives a numeric mechanism's range)."""
+    """--domain-size, DEFAULT_DOMAIN_SIZE if not given (a numeric oracle takes --range)."""
     if args.domain_size is None:
-        raise ParameterError("domain_size", "is required (or --range LO HI for a numeric oracle)")
+        return DEFAULT_DOMAIN_SIZE
     return parse_int(args.domain_size, "domain_size", 2)
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ldptel.aggregator.model import Privacy
+from ldptel.aggregator.privacy import privacy_section
 from ldptel.analysis.numeric import NUMERIC_DISTRIBUTIONS
 from ldptel.analysis.simulation import (
     DISTRIBUTIONS,
@@ -36,11 +38,13 @@ from ldptel.cli.oracle_options import (
     rng_from_args,
 )
 from ldptel.cli.progress import ProgressLine
+from ldptel.cli.simulate_longitudinal import add_longitudinal_arguments, run_longitudinal
 from ldptel.cli.simulate_numeric import run_numeric
 from ldptel.cli.table import format_table
 from ldptel.cli.values_file import oracle_over_file
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.errors import LdptelError, ParameterError
+from ldptel.client.ledger import guarantee
 from ldptel.client.levels import SAMPLE, SIMULATED_STRATEGIES, check_levels
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.rappor import Rappor
@@ -50,7 +54,9 @@ DEFAULT_TOP = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_oracle_arguments(parser, epsilon_required=False, numeric=True)
+    # --oracle is checked in `run`: a longitudinal run (--windows) draws through DE and the tree.
+    add_oracle_arguments(parser, epsilon_required=False, numeric=True, oracle_required=False)
+    add_longitudinal_arguments(parser)
     parser.add_argument(
         "--levels",
         metavar="NAME:EPS:FRACTION,...",
@@ -111,6 +117,10 @@ def _simulation_inputs(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.windows is not None:
+        return run_longitudinal(args)
+    if args.oracle is None:
+        raise ParameterError("oracle", "is required (or give --windows for a longitudinal run)")
     if args.range is not None:
         return run_numeric(args)
     args.distribution = args.distribution or DISTRIBUTIONS[0]
@@ -151,10 +161,10 @@ def run(args: argparse.Namespace) -> int:
     choice = getattr(oracle, "auto_choice", None)
     if choice is not None:
         header["oracle_choice"] = choice
+    header["privacy"] = simulated_privacy(oracle, n)
     items = _items(result, labels)
     fit = _rappor_fit(oracle, result)
     if fit is not None:
-        header["privacy"] = oracle.privacy_summary()  # type: ignore[attr-defined]
         header["significance"] = {"alpha": fit.alpha, "rule": RAPPOR_RULE}
         for item, significant, pvalue in zip(
             items, fit.significant.tolist(), fit.pvalue.tolist(), strict=True
@@ -165,6 +175,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_simulation_text(header, result, top, fit, labels))
     return 0
+
+
+def simulated_privacy(oracle: Mechanism, n: int) -> Privacy:
+    """The privacy object a window report of these n users would carry: one report per user
+    in the window, the default lifetime budget (aggregator/privacy.py)."""
+    config = CampaignConfig(name="simulate", oracle=oracle.name, epsilon=oracle.epsilon, domain=())
+    return privacy_section(config, oracle, n, guarantee(config, oracle.epsilon))
 
 
 RAPPOR_RULE = "one-sided test of count > 0 on the fit's standard error, at alpha / d (Bonferroni)"
@@ -214,13 +231,15 @@ def _simulation_text(
         lines.append(f"{requested} chose {header['oracle']}: {header['oracle_choice']['reason']}")
     elif requested is not None:
         lines.append(f"({requested} is {header['oracle']})")
-    if "privacy" in header:
-        privacy = header["privacy"]
+    if "rappor" in header["privacy"]:
         lines += [
             "RAPPOR k={k} h={h} m={m} f={f:.6g} p={p:g} q={q:g}: one report is "
             "{epsilon:.4g}-LDP; any number of reports of one value by one client at most "
-            "{permanent_epsilon:.4g} (permanent bound)".format(**privacy)
+            "{permanent_epsilon:.4g} (permanent bound)".format(**header["privacy"]["rappor"])
         ]
+    central = header["privacy"]["central"]
+    if central is not None:
+        lines.append(central["statement"])
     lines += ["", *_item_lines(result, top, labels)]
     if fit is not None:
         flagged = np.flatnonzero(fit.significant)

@@ -46,13 +46,20 @@ from ldptel.client.oracles.auto import (
     choose_oracle,
 )
 from ldptel.client.oracles.base import check_epsilon, check_int
+from ldptel.client.tree_config import (
+    check_tree_fields,
+    resolve_memoization,
+    tree_shape,
+    with_tree_defaults,
+)
+from ldptel.client.tree_wire import TreeReports
 
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
 #: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
 #: storage, integer support: all the collector and the window state need); the union lets the
 #: SDK and the report builder tell the two kinds apart. An open-domain "pem" campaign's is
 #: PEM's reports (client/discovery/pem.py), a ReportMechanism too.
-Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod
+Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod | TreeReports
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -63,7 +70,19 @@ DAY = 86_400
 #: only between histories with the same change pattern, which the reports disclose.
 MEMO_NONE = "none"
 MEMO_EXACT = "exact_discloses_changes"
-MEMOIZATION_MODES = (MEMO_NONE, MEMO_EXACT)
+#: "tree" tracks changes over a horizon of windows (ldptel.client.tree: Erlingsson et al.,
+#: SODA 2019): epsilon once per horizon, between any two value histories.
+MEMO_TREE = "tree"
+#: Why a numeric campaign cannot memoize: the install's secret rounding point puts nearby
+#: values on one grid level, so which reports repeat discloses how close two values are; the
+#: loss between histories with the same change pattern is unbounded (2 + ln(range / (K d))
+#: for values d apart, pm). Refused until a design with an exact-loss proof replaces it.
+NUMERIC_MEMO_REFUSED = (
+    f'"{MEMO_EXACT}" is refused for numeric campaigns: which reports repeat discloses how '
+    "close the values are (the loss between value histories with the same change pattern "
+    'is unbounded); use "none"'
+)
+MEMOIZATION_MODES = (MEMO_NONE, MEMO_EXACT, MEMO_TREE)
 #: Open-domain campaigns: the largest max_length (UTF-8 bytes). The report carries only a
 #: hash, so the length costs nothing on the wire; it bounds what candidates need to cover.
 MAX_OPEN_LENGTH = 4096
@@ -88,6 +107,10 @@ class CampaignConfig:
     #: (None = the client's default, DEFAULT_LIFETIME_FACTOR x epsilon; docs/client.md).
     reports_per_window: int = 1
     lifetime_epsilon: float | None = None
+    #: With a delta in (0, 1), the lifetime budget is (lifetime_epsilon, lifetime_delta) by
+    #: optimal composition (ldptel.client.lifetime), not a sum of epsilons. Absent from the
+    #: canonical JSON when None, so other configs keep their ids.
+    lifetime_delta: float | None = None
     #: A domain label that clients report for values outside the domain (None = reject them).
     other_label: str | None = None
     #: An open-domain campaign (no `domain` list; OPEN_DOMAIN_ORACLES): the longest value, in
@@ -106,6 +129,11 @@ class CampaignConfig:
     #: How clients reuse randomization across reports (MEMOIZATION_MODES); absent from the
     #: canonical JSON when "none", so configs from before keep their ids.
     memoization: str = MEMO_NONE
+    #: Memoization "tree" only (absent from the JSON otherwise, so other configs keep their
+    #: ids): the windows of a horizon (T) and the changes an install tracks in one (K);
+    #: defaults derived when the config is created (`as_created`, client/tree_config.py).
+    horizon_windows: int | None = None
+    max_changes: int | None = None
     #: Per privacy level, the parameters derived from that level's epsilon (OLH's g, SS's k,
     #: RAPPOR's f, THE's theta) that `params` does not fix, written when the config is
     #: created (`as_created`); absent from the JSON when empty.
@@ -164,9 +192,13 @@ class CampaignConfig:
         strategy, threshold = check_strategy(
             data.get("level_strategy", "optimal"), data.get("level_threshold"), levels
         )
-        memoization = data.get("memoization", MEMO_NONE)
+        memoization = resolve_memoization(data, MEMO_NONE)
         if memoization not in MEMOIZATION_MODES:
             raise ParameterError("memoization", f"must be one of {', '.join(MEMOIZATION_MODES)}")
+        if memoization == MEMO_EXACT and numeric and not stored:
+            raise ParameterError("memoization", NUMERIC_MEMO_REFUSED)
+        lifetime_delta = _check_lifetime_delta(data.get("lifetime_delta"), memoization)
+        horizon, changes = check_tree_fields(data, memoization)
         other = data.get("other_label")
         if other is not None and other not in domain:
             raise ParameterError("other_label", "must be null or a label of the domain")
@@ -187,6 +219,7 @@ class CampaignConfig:
             lifetime_epsilon=None
             if lifetime is None
             else check_epsilon(lifetime, "lifetime_epsilon"),
+            lifetime_delta=lifetime_delta,
             other_label=other,
             max_length=max_length,
             levels=levels,
@@ -195,6 +228,8 @@ class CampaignConfig:
             oracle_choice=choice,
             level_params=_check_level_params(data.get("level_params", {}), levels),
             memoization=memoization,
+            horizon_windows=horizon,
+            max_changes=changes,
             range=value_range,
         )
         config.build_mechanism()  # the oracle validates its own parameters
@@ -225,8 +260,13 @@ class CampaignConfig:
             del data["other_label"]  # absent when unset: older configs keep their ids
         if self.oracle_choice is None:
             del data["oracle_choice"]  # absent unless chosen by auto: older configs keep ids
+        if self.lifetime_delta is None:
+            del data["lifetime_delta"]  # absent unless declared: older configs keep their ids
         if self.memoization == MEMO_NONE:
             del data["memoization"]  # absent when the default: older configs keep their ids
+        for tree_field in ("horizon_windows", "max_changes"):
+            if data[tree_field] is None:
+                del data[tree_field]  # absent unless memoization "tree": ids unchanged
         data["levels"] = dict(self.levels)
         if not self.levels:  # absent, so that configs from before levels keep their ids
             for key in ("levels", "level_strategy", "level_threshold"):
@@ -307,6 +347,8 @@ class CampaignConfig:
         `level_params` when the config declares levels. Served with the config, so that no
         client derives one, and stored, so that neither a later default nor another rounding
         rule can change what an existing campaign's reports mean."""
+        if self.memoization == MEMO_TREE and None in (self.horizon_windows, self.max_changes):
+            return with_tree_defaults(self).as_created()
         oracle = self.build_mechanism()
         if not self.levels:
             derived = {**oracle.fixed_params(), **oracle.derived_params()}
@@ -331,7 +373,9 @@ class CampaignConfig:
 
     def build_mechanism(self, epsilon: float | None = None, level: str = "") -> Mechanism:
         """The frequency oracle or numeric mechanism this config describes (`build_oracle`
-        or `build_numeric`)."""
+        or `build_numeric`); a memoization "tree" config's tree reports (client/tree_wire.py)."""
+        if self.memoization == MEMO_TREE:
+            return TreeReports(replace(tree_shape(self), epsilon=epsilon or self.epsilon))
         if self.numeric:
             return self.build_numeric(epsilon)
         if self.discovers:
@@ -414,7 +458,7 @@ class CampaignConfig:
     def level_mechanism(self, level: str = "") -> Mechanism | None:
         """`level_oracle`, or the numeric mechanism of a numeric campaign (which declares no
         levels: `level` must be "")."""
-        if self.numeric or self.discovers:
+        if self.numeric or self.discovers or self.memoization == MEMO_TREE:
             self.reporting_epsilon(level)  # the level rule: raises for any level
             return self.build_mechanism()
         return self.level_oracle(level)
@@ -434,6 +478,20 @@ class CampaignConfig:
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""
         return math.floor(timestamp / self.window_seconds) * self.window_seconds
+
+
+def _check_lifetime_delta(value: object, memoization: str) -> float | None:
+    """lifetime_delta: None, or a number in (0, 1) under memoization "none" (optimal
+    composition needs every report to be a fresh randomization)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ParameterError("lifetime_delta", "must be null or a number in (0, 1)")
+    if memoization != MEMO_NONE:
+        raise ParameterError(
+            "lifetime_delta", f'needs memoization "{MEMO_NONE}": every report randomized afresh'
+        )
+    return float(value)
 
 
 def check_domain(domain: object, *, stored: bool = False) -> list[str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ldptel.client.campaign import CampaignConfig
+from ldptel.client.campaign import MEMO_EXACT, NUMERIC_MEMO_REFUSED, CampaignConfig
 from ldptel.client.errors import LdptelError
 from ldptel.client.transport import ConfigAnswer
 
@@ -34,6 +34,8 @@ def parse_answer(answer: ConfigAnswer) -> CampaignConfig:
     config = CampaignConfig.from_dict(body, stored=True).identified_as(claimed)
     if config is None:
         raise LdptelError("config_id", "does not match the config's canonical JSON")
+    if config.numeric and config.memoization == MEMO_EXACT:  # stored before it was refused
+        raise LdptelError("memoization", NUMERIC_MEMO_REFUSED)
     return config
 
 

@@ -75,6 +75,38 @@ class StateReadOnlyError(StateError):
     """`state_dir` cannot be written: a read-only file system, file or permission."""
 
 
+class DeliveryError(LdptelError):
+    """An answer that retrying alone will not get past: the reports wait for a change of
+    configuration (the token, the collector's URL, a proxy before it), or, for
+    ReportsRefusedError, were refused for good. Passed to on_error from the sender's thread
+    (docs/client.md, "What the app sees"); `status` is the answer's HTTP status. report()
+    returns CAMPAIGN_UNAVAILABLE with one when a campaign's first config fetch gets it."""
+
+    def __init__(self, field: str, reason: str, status: int | None = None) -> None:
+        super().__init__(field, reason)
+        self.status = status
+
+
+class TokenRefusedError(DeliveryError):
+    """The collector (or a proxy before it) answered 401 or 403 to the ingest token
+    (`field` is "token"; the token itself is never in the message)."""
+
+
+class CollectorUrlError(DeliveryError):
+    """What answers at `collector_url` is not the collector's answer (a proxy's or a web
+    server's 4xx page, the collector's own "no such path"); `field` is "collector_url"."""
+
+
+class RedirectNotFollowedError(CollectorUrlError):
+    """A redirect the SDK does not follow: to another origin (scheme, host, port: the
+    token must not go there), turning a POST into a GET, or more than MAX_REDIRECTS."""
+
+
+class ReportsRefusedError(DeliveryError):
+    """The collector refused reports for good (a 4xx of its own: invalid reports, an unknown
+    campaign, a retired config); they were moved to the dead letters."""
+
+
 class InternalError(LdptelError):
     """A bug in ldptel, caught so that it does not reach the app: the original exception is
     the `__cause__`; please report it."""

@@ -17,23 +17,18 @@ The campaign's `memoization` chooses (docs/client.md, "Longitudinal privacy"):
   came from the same value): resent bytes disclose that pattern exactly (A,B,A,B against
   A,A,A,A: an infinite loss), RAPPOR's IRRs disclose it more with every report.
 
-No mode can both track a changing value and make a stable value's repeats free for arbitrary
-histories: A,A,...,A against A,B,A,B,... drifts apart with every report of a value that is
-followed, which is why the sound default charges every report.
+Fresh draws cannot make a stable value's repeats free: A,A,...,A against A,B,A,B,... drifts
+apart with every fresh report of the value. "tree" (ldptel.client.tree, client/tree_memo.py)
+can: its reports follow one sampled change, not the value, so a horizon of T reports costs
+epsilon between any two histories (Erlingsson et al., SODA 2019).
 
-Numeric campaigns (ldptel.client.numeric) report a number. Under "none" each report clips,
-rounds it to the mechanism's grid with a fresh alpha and randomizes it afresh, charged its
-epsilon, as above. Under "exact_discloses_changes" they follow Ding, Kulkarni, Yekhanin
-(NeurIPS 2017, Sec. 3): the install keeps one alpha per config (`alpha`, a keyed hash of its
-memo secret: uniform on 64 bits to anyone without the secret), so alpha-point rounding maps
-the value to a grid level deterministically, and the report of each level is drawn once and
-resent. The mean stays unbiased over installs (alpha is uniform across them); the first
-report of each level costs epsilon; and what the reports disclose is the change pattern of
-the rounded level (not of the raw value): a value moving within one level's rounding interval
-resends the same bytes. Campaigns using it should keep the grid coarse (`params.resolution`,
-e.g. 4 to 16 levels, as Ding et al.'s s), else every small change reaches a new level.
+Numeric campaigns (ldptel.client.numeric) report a number: each report clips, rounds it to
+the mechanism's grid with a fresh alpha and randomizes it afresh, charged its epsilon, as
+above. They take no exact memoization: Ding, Kulkarni, Yekhanin's (NeurIPS 2017, Sec. 3) keeps
+one secret rounding point per install, and which reports then repeat discloses how close two
+values are (campaign.NUMERIC_MEMO_REFUSED).
 
-Memo keys are keyed hashes of (config id, privacy level, value index or grid level, or an
+Memo keys are keyed hashes of (config id, privacy level, value index, or an
 open-domain campaign's text), so the state file holds no value in clear; the memo is never
 sent. Nothing is drawn ahead: a config costs nothing to load, the first report of a value
 draws its randomization (benchmarks/client_overhead.py).
@@ -48,23 +43,27 @@ import sqlite3
 
 import numpy as np
 
+from ldptel.client import tree_memo
 from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
 from ldptel.client.numeric import NumericMechanism
-from ldptel.client.numeric.base import alpha_point_level
 from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle, WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.randomness import SecureRandom
 from ldptel.client.statedb import transaction
+from ldptel.client.tree_wire import TreeReports
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS memo (key BLOB PRIMARY KEY, report TEXT, spent REAL NOT NULL)
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rappor_clients (
   config_id TEXT PRIMARY KEY, secret BLOB NOT NULL, cohort INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
+    + tree_memo.SCHEMA
+)
 
 
 _INSERT_NEW = "INSERT OR IGNORE INTO memo VALUES (?, ?, ?)"
@@ -76,7 +75,7 @@ _ADD_SPENT = "UPDATE memo SET spent = spent + ? WHERE key = ?"
 #: (open-domain campaigns, whose oracle is a sketch) the text itself, in NFC
 #: (CampaignConfig.open_value).
 Value = int | float | str
-#: What a value is memoized under: a label's index or a number's grid level, or a text.
+#: What a value is memoized under: a label's index, or a text.
 MemoIndex = int | str
 
 
@@ -117,8 +116,11 @@ class Randomizer:
         if isinstance(self.oracle, Rappor):
             self._rappor = _rappor_client(conn, self.oracle, self._scope)
             self.permanent = self.oracle.permanent_epsilon
-        #: A numeric campaign's alpha for memoized alpha-point rounding (module docstring).
-        self.alpha = int.from_bytes(self._digest(f"alpha:{self._scope}")[:8], "little")
+        #: Memoization "tree": the install's horizon state (client/tree_memo.py).
+        self._tree = None
+        if isinstance(self.oracle, TreeReports):
+            shape, seconds = self.oracle.shape, config.window_seconds
+            self._tree = tree_memo.TreeMemo(shape, seconds, self._scope)
 
     def _digest(self, message: str) -> bytes:
         keyed = self._keyed.copy()  # = blake2b(message, key=memo_secret, digest_size=16)
@@ -130,20 +132,21 @@ class Randomizer:
         value = f"s:{index}" if isinstance(index, str) else str(index)
         return self._digest(f"{self._scope}:{value}")
 
-    def memo_index(self, value: Value) -> MemoIndex:
-        """What a value is memoized under: a label's index or a text itself; a number's grid
-        level by alpha-point rounding with this install's fixed alpha."""
-        mechanism = self.oracle
-        if isinstance(mechanism, NumericMechanism):
-            assert not isinstance(value, str)
-            low, high, resolution = mechanism.low, mechanism.high, mechanism.resolution
-            return alpha_point_level(float(value), self.alpha, low, high, resolution)
+    @staticmethod
+    def memo_index(value: Value) -> MemoIndex:
+        """What a value is memoized under: a label's index or a text itself."""
         return value if isinstance(value, str) else int(value)
 
-    def spend(self, conn: sqlite3.Connection, value: Value) -> tuple[str, float]:
-        """The report to send for `value` (a label's index, a number or a text) and the
-        epsilon it costs, with its memo written in exact mode (inside the caller's
-        transaction, which charges the ledger that cost; call `committed` after COMMIT)."""
+    def spend(
+        self, conn: sqlite3.Connection, value: Value, window: int | None = None
+    ) -> tuple[str, float]:
+        """The report to send for `value` (a label's index, a number or a text) in `window`
+        (needed by memoization "tree") and the epsilon it costs, with its memo written in
+        exact or tree mode (inside the caller's transaction, which charges the ledger that
+        cost; call `committed` after COMMIT)."""
+        if self._tree is not None:
+            assert window is not None and not isinstance(value, str)
+            return self._tree.spend(conn, int(value), window)
         if not self.exact:
             return self._fresh(value), self.per_report
         index = self.memo_index(value)
@@ -159,7 +162,7 @@ class Randomizer:
         elif row is not None:
             report = str(row[0])
         else:
-            report = self._fresh_memo(index)
+            report = self._fresh(index)
         cost = max(min(spent + self.per_report, self.permanent) - spent, 0.0)
         if row is None:
             stored = None if self._rappor is not None else report
@@ -194,13 +197,6 @@ class Randomizer:
             return wire_json(self._rappor.oracle.encode(batch)[0])
         assert isinstance(self.oracle, FrequencyOracle)  # a text's oracles returned above
         return wire_json(self.oracle.perturb(index, self._rng))
-
-    def _fresh_memo(self, index: MemoIndex) -> str:
-        """The report memoized for `index` (a number's grid level: the level's private law)."""
-        if isinstance(self.oracle, NumericMechanism):
-            assert isinstance(index, int)  # memo_index: a number's grid level
-            return wire_json(self.oracle.perturb_level(index, self._rng))
-        return self._fresh(index)
 
 
 def _rappor_client(conn: sqlite3.Connection, oracle: Rappor, scope: str) -> RapporClient:

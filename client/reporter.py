@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 import platformdirs
 import xxhash
 
-from ldptel.client import clock, configs, ledger, memo, spool, statedb
+from ldptel.client import clock, configs, ledger, lifetime, memo, spool, statedb
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.clock import ServerClock
 from ldptel.client.configs import Known
 from ldptel.client.errors import (
     CampaignUnavailableError,
+    DeliveryError,
     DiskFullError,
     InvalidLevelError,
     InvalidValueError,
@@ -64,17 +65,25 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 LOG = logging.getLogger("ldptel.client")
-SCHEMAS = (ledger.SCHEMA, memo.SCHEMA, spool.SCHEMA, clock.SCHEMA)
+SCHEMAS = (ledger.SCHEMA, lifetime.SCHEMA, memo.SCHEMA, spool.SCHEMA, clock.SCHEMA)
 #: Seconds before a window's end (on the collector's clock) from which a report is charged
 #: to the next window, and no batch of the window is posted: a post may take the transport
 #: timeout, and the collector's Date is truncated to the second.
 WINDOW_MARGIN_EXTRA = 2.0
 #: How long an "unknown campaign" answer is believed before asking again.
 UNKNOWN_CAMPAIGN_SECONDS = 60.0
+#: Seconds between prunings of the ledger's past windows (ledger.KEEP_WINDOWS_SECONDS).
+PRUNE_EVERY = 3600.0
 #: A state database that could not be opened is tried again after this long.
 STATE_RETRY_SECONDS = 30.0
 
-#: on_error's type: called with the error of every report() that was not spooled for one.
+#: How long (seconds) reports the collector refused the token for wait for a fixed token
+#: before they are dead-lettered: a week, as long as the spool's default bounds keep a
+#: week of reports offline (docs/client.md, "What the app sees").
+AUTH_WAIT = 7 * 86400.0
+
+#: on_error's type: called with the error of every report() that was not spooled for one,
+#: and (from the sender's thread) with delivery errors (errors.DeliveryError).
 ErrorCallback = Callable[[LdptelError], None]
 
 
@@ -95,6 +104,7 @@ class Settings:
     enabled: bool = True
     on_error: ErrorCallback | None = None
     exit_timeout: float = 2.0
+    auth_wait: float = AUTH_WAIT
 
 
 class SettingsArgs(TypedDict, total=False):
@@ -113,6 +123,7 @@ class SettingsArgs(TypedDict, total=False):
     enabled: bool
     on_error: ErrorCallback | None
     exit_timeout: float
+    auth_wait: float
 
 
 class Stats(TypedDict):
@@ -126,6 +137,8 @@ class Stats(TypedDict):
     dropped: int
     last_error: str | None
     not_spooled: dict[str, int]
+    awaiting_token: int
+    awaiting_token_until: float | None
 
 
 def default_state_dir(token: str) -> Path:
@@ -204,10 +217,13 @@ class Reporter:
     first); timeout (HTTP, seconds); backoff_base/backoff_cap (seconds) for retries;
     config_refresh (seconds between config revalidations); strict: report() raises its
     errors (for tests) instead of returning a status; enabled=False: report nothing, touch
-    neither disk nor network; on_error: called with each error report() returns a status for;
-    exit_timeout: seconds to deliver the spool at exit (0: none); campaigns: names to fetch in
-    the background at start; level: the user's privacy level, used for campaigns that declare
-    levels (report(level=...) overrides it per call; campaigns without levels ignore it).
+    neither disk nor network; on_error: called with each error report() returns a status for,
+    and from the sender's thread with each new DeliveryError; exit_timeout: seconds to
+    deliver the spool at exit (0: none); auth_wait: seconds reports refused with a 401/403
+    wait for a fixed token before they are dead-lettered (default a week); campaigns: names
+    to fetch in the background at start; level: the user's privacy level, used for
+    campaigns that declare levels (report(level=...) overrides it per call; campaigns
+    without levels ignore it).
     Bad settings raise ParameterError here; nothing else does (unless strict).
     """
 
@@ -234,6 +250,7 @@ class Reporter:
         self._legacy = None if state_dir else legacy_state_dir(collector_url)
         self._clock = ServerClock()
         self._sync_asked = False  # the sender was woken once to learn the collector's clock
+        self._prune_at = 0.0  # monotonic: when the ledger's past windows are next pruned
         self._sync_with: str | None = None  # a campaign whose config GET will set the clock
         self._transport = Transport(
             collector_url, token, timeout=self.settings.timeout, on_date=self._clock.observe
@@ -349,7 +366,7 @@ class Reporter:
                 return ReportStatus.LEVEL_NOT_COLLECTED
             randomizer = state.randomizer
             with transaction(conn):
-                wire, cost = randomizer.spend(conn, randomized)
+                wire, cost = randomizer.spend(conn, randomized, window)
                 ledger.charge(conn, campaign, window, config.window_seconds, cost, state.budget)
                 spool.append(conn, campaign, randomizer.config_id, window, now, wire, name)
             randomizer.committed(randomized, wire)
@@ -430,15 +447,20 @@ class Reporter:
         """Spool and delivery counters (persisted across restarts): spooled, pending_batches,
         delivered, dead_lettered, dropped; last_error, the last delivery error (None if
         fine); not_spooled, this process's report() calls by status, for every status but
-        "spooled". The counters on disk read 0 when the state cannot be read."""
+        "spooled"; awaiting_token, the spooled reports the collector refused the token for,
+        and awaiting_token_until, the Unix time the first of them is dead-lettered unless a
+        fixed token delivers them (None if none). The counters on disk read 0 when the state
+        cannot be read."""
         counters: dict[str, int] = {}
-        batches = spooled = 0
+        batches = spooled = awaiting = 0
+        refused_at: float | None = None
         with self._lock:
             if self._conn is not None:
                 try:
                     counters = statedb.counters(self._conn)
                     (batches,) = self._conn.execute("SELECT count(*) FROM batches").fetchone()
                     spooled = spool.rows(self._conn)
+                    awaiting, refused_at = spool.awaiting_token(self._conn)
                 except sqlite3.Error as error:
                     LOG.warning("ldptel: stats() cannot read the state: %s", error)
         with self._lock_counts:
@@ -451,6 +473,10 @@ class Reporter:
             "dropped": counters.get("dropped", 0),
             "last_error": self._sender.last_error,
             "not_spooled": not_spooled,
+            "awaiting_token": awaiting,
+            "awaiting_token_until": (
+                None if refused_at is None else refused_at + self.settings.auth_wait
+            ),
         }
 
     def privacy_spent(self, campaign: str) -> Spent:
@@ -537,6 +563,9 @@ class Reporter:
                     self._sender.wake()
         with transaction(conn):
             ledger.settle(conn, now, self._window_rule)
+            if self._clock.synced and time.monotonic() >= self._prune_at:
+                ledger.prune(conn, self._clock.now())  # on the collector's clock only
+                self._prune_at = time.monotonic() + PRUNE_EVERY
             self._clock.save(conn)
 
     # -- campaigns ---------------------------------------------------------------------------
@@ -571,7 +600,7 @@ class Reporter:
             raise CampaignUnavailableError("campaign", f"{reason} (asking again in {left:.1f} s)")
         try:
             known = self._fetch(name, None, raise_errors=True)
-        except CampaignUnavailableError as error:
+        except (CampaignUnavailableError, DeliveryError) as error:
             settings = self.settings
             delay = min(settings.backoff_cap, settings.backoff_base * 2.0 ** min(failures, 62))
             self._unavailable[name] = (time.monotonic() + delay, failures + 1, error.reason)
@@ -585,7 +614,11 @@ class Reporter:
         now = time.time()
         if answer.status == 304 and current is not None:
             return Known("active", current, now)
-        if answer.status == 200:
+        if answer.problem is not None:  # a refused token, a redirect elsewhere, not the collector
+            if raise_errors:
+                raise answer.problem
+            reason = answer.reason
+        elif answer.status == 200:
             try:
                 return Known("active", configs.parse_answer(answer), now)
             except LdptelError as error:
@@ -775,8 +808,9 @@ def _check_settings(given: dict[str, Any]) -> Settings:
     for name in ("max_batch_age", "timeout", "backoff_base", "backoff_cap", "config_refresh"):
         if not _seconds(getattr(settings, name)) > 0:
             raise ParameterError(name, "must be a number of seconds > 0")
-    if not _seconds(settings.exit_timeout) >= 0:
-        raise ParameterError("exit_timeout", "must be a number of seconds >= 0")
+    for name in ("exit_timeout", "auth_wait"):
+        if not _seconds(getattr(settings, name)) >= 0:
+            raise ParameterError(name, "must be a number of seconds >= 0")
     for name in ("strict", "enabled"):
         if not isinstance(getattr(settings, name), bool):
             raise ParameterError(name, "must be True or False")

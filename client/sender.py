@@ -22,12 +22,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from ldptel.client import ledger, spool, statedb
-from ldptel.client.errors import DiskFullError
+from ldptel.client import spool, statedb
+from ldptel.client.errors import (
+    DeliveryError,
+    DiskFullError,
+    ReportsRefusedError,
+    TokenRefusedError,
+)
 from ldptel.client.status import as_ldptel_error
-from ldptel.client.transport import Outcome, Transport, backoff_delay
+from ldptel.client.transport import Outcome, Transport, Verdict, backoff_delay
 
 if TYPE_CHECKING:
     from ldptel.client.reporter import Settings
@@ -37,8 +42,6 @@ LOG = logging.getLogger("ldptel.client")
 MAX_NAP = 5.0
 #: After an unexpected error the loop pauses this long, then carries on.
 ERROR_NAP = 1.0
-#: Seconds between prunings of the ledger's past windows (ledger.KEEP_WINDOWS_SECONDS).
-PRUNE_EVERY = 3600.0
 #: report() wakes the sender to checkpoint after this many commits (~2.5 MB of WAL), even
 #: when no batch is due (offline, backing off), so the WAL stays bounded (statedb.WAL_LIMIT).
 CHECKPOINT_EVERY = 1000
@@ -93,7 +96,6 @@ class Sender:
         self.flushing = 0
         self._unsent = 0  # reports spooled since the sender last made progress
         self._since_checkpoint = 0
-        self._pruned_at = 0.0
         self._posting: spool.Batch | None = None
         self._failures = 0
         self._hold_until = 0.0
@@ -101,6 +103,7 @@ class Sender:
         self._disk_full = False
         #: The last delivery error ("HTTP 503: ..."), None once a batch is delivered.
         self.last_error: str | None = None
+        self._told: str | None = None  # the last error passed to on_error (_tell)
 
     def _new_sync_objects(self) -> None:
         self._checkpoint_lock = threading.Lock()
@@ -295,9 +298,6 @@ class Sender:
             spool.enforce_bounds(
                 conn, settings.max_spool_rows, settings.max_spool_bytes, settings.max_dead_letters
             )
-            if now - self._pruned_at >= PRUNE_EVERY:  # past windows' ledger rows
-                ledger.prune(conn, now)
-                self._pruned_at = now
             if now < self._hold_until:  # backing off: the collector is down or busy
                 return min(MAX_NAP, self._hold_until - now)
             self._campaigns.windows(conn, now)  # post reports only in their charged window
@@ -314,7 +314,8 @@ class Sender:
             conn = self._state.get()
             if conn is None:  # closed meanwhile: the batch stays claimed and is retried later
                 return 0.0
-            self._settle(conn, batch, outcome)
+            problem = self._settle(conn, batch, outcome)
+        self._tell(problem)  # not under the lock: on_error may call report()
         self._unsent = 0
         with self._progress:
             self._progress.notify_all()
@@ -333,19 +334,28 @@ class Sender:
             LOG.exception("ldptel sender: unexpected error while posting (will retry)")
             return Outcome("retry", None, "unexpected client error")
 
-    def _settle(self, conn: sqlite3.Connection, batch: spool.Batch, outcome: Outcome) -> None:
-        """Record the collector's answer to `batch` (under the state lock). Only a 2xx is
-        recorded whoever holds the batch's claim now; the other answers change the batch only
-        if this sender still holds it (else its claim expired while we waited, another sender
-        took the batch under the same key, and that one's answer decides)."""
+    def _settle(
+        self, conn: sqlite3.Connection, batch: spool.Batch, outcome: Outcome
+    ) -> DeliveryError | None:
+        """Record the collector's answer to `batch` (under the state lock); returns the error
+        to tell the app, if any. Only a 2xx is recorded whoever holds the batch's claim now;
+        the other answers change the batch only if this sender still holds it (else its claim
+        expired while we waited, another sender took the batch under the same key, and that
+        one's answer decides)."""
         now = time.time()
         if outcome.verdict == "delivered":
             spool.delivered(conn, batch)
             self.last_error = None
             self._failures = 0
-            return
+            self._told = None
+            return None
         error = f"HTTP {outcome.status}: {outcome.reason}"
-        if outcome.verdict == "retry":
+        verdict: Verdict | Literal["lost"] = outcome.verdict
+        problem = outcome.problem
+        if verdict == "token":
+            verdict, problem = self._token_refused(conn, batch, outcome, now)
+        held = False
+        if verdict == "retry":
             # One backoff for the whole sender, not per batch: a collector that is down gets
             # one request per backoff period however many batches wait.
             settings = self.settings
@@ -362,10 +372,10 @@ class Sender:
                 error,
                 delay,
             )
-        elif outcome.verdict == "too_large" and len(batch.reports) > 1:
+        elif verdict == "too_large" and len(batch.reports) > 1:
             self._batch_limit = max(1, len(batch.reports) // 2)
             held = spool.dissolve(conn, batch)  # never stored: its rows go out in halves
-        else:
+        elif verdict != "lost":
             self.last_error = error
             self._failures = 0
             held = spool.dead_letter(conn, batch, outcome.status, outcome.reason, now)
@@ -377,6 +387,47 @@ class Sender:
                     batch.campaign,
                     error,
                 )
+                problem = problem or ReportsRefusedError(
+                    "reports",
+                    f"the collector refused reports of campaign {batch.campaign!r} for good "
+                    f"({error}); they are kept as dead letters",
+                    outcome.status,
+                )
             self._campaigns.refused(batch.campaign)
         if not held:
             LOG.info("ldptel: the claim on a batch expired; another sender has it now")
+            return None
+        return problem
+
+    def _token_refused(
+        self, conn: sqlite3.Connection, batch: spool.Batch, outcome: Outcome, now: float
+    ) -> tuple[Verdict | Literal["lost"], DeliveryError | None]:
+        """A fixed token could deliver the batch: retry it until auth_wait has passed since
+        its first refusal, then dead-letter it ("lost": its claim was lost meanwhile)."""
+        since = spool.refused_since(conn, batch, now)
+        wait = self.settings.auth_wait
+        if since is None:
+            return "lost", None
+        if now - since < wait:
+            return "retry", outcome.problem
+        return "reject", TokenRefusedError(
+            "token",
+            f"{outcome.reason}; reports of campaign {batch.campaign!r} were dead-lettered "
+            f"after waiting auth_wait = {wait:g} s for a fixed token",
+            outcome.status,
+        )
+
+    def _tell(self, problem: DeliveryError | None) -> None:
+        """Pass a delivery error to on_error (and log it), once until it changes or a batch
+        is delivered: a retry of the same answer tells nothing new."""
+        if problem is None or str(problem) == self._told:
+            return
+        self._told = str(problem)
+        if not isinstance(problem, ReportsRefusedError):  # (logged with its count above)
+            LOG.warning("ldptel: reports wait in the spool: %s", problem)
+        on_error = self.settings.on_error
+        if on_error is not None:
+            try:
+                on_error(problem)
+            except Exception:
+                LOG.exception("ldptel: the on_error callback raised")

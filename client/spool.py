@@ -28,7 +28,7 @@ CREATE INDEX IF NOT EXISTS spool_batch ON spool (batch) WHERE batch IS NOT NULL;
 CREATE TABLE IF NOT EXISTS batches (
   id INTEGER PRIMARY KEY, key TEXT NOT NULL, campaign TEXT NOT NULL, config_id TEXT NOT NULL,
   attempts INTEGER NOT NULL, next_at REAL NOT NULL, owner INTEGER NOT NULL,
-  level TEXT NOT NULL DEFAULT ''
+  level TEXT NOT NULL DEFAULT '', refused_at REAL
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
   id INTEGER PRIMARY KEY, campaign TEXT NOT NULL, config_id TEXT NOT NULL, report TEXT NOT NULL,
@@ -43,6 +43,9 @@ COLUMNS: tuple[Column, ...] = tuple(
 #: A report held back by the ledger (charged to a window other than the collector's current
 #: one and without room in it: ldptel.client.ledger.settle) is not batched while held.
 COLUMNS += (("spool", "held", "INTEGER NOT NULL DEFAULT 0"),)
+#: When the collector first refused the ingest token for a batch (NULL: never): the batch
+#: waits the Reporter's auth_wait from then for a fixed token, then is dead-lettered.
+COLUMNS += (("batches", "refused_at", "REAL"),)
 
 _APPEND = (
     "INSERT INTO spool (campaign, config_id, window_start, created, report, level) "
@@ -191,6 +194,29 @@ def retry_later(conn: sqlite3.Connection, batch: Batch, at: float) -> bool:
             ).rowcount
             > 0
         )
+
+
+def refused_since(conn: sqlite3.Connection, batch: Batch, now: float) -> float | None:
+    """The collector refused the token for `batch`: when it first did (`now` if this is the
+    first time); None if the batch's claim was lost."""
+    with transaction(conn):
+        row = conn.execute(f"SELECT refused_at FROM batches WHERE {_HELD}", batch.held()).fetchone()
+        if row is None:
+            return None
+        if row[0] is None:
+            conn.execute("UPDATE batches SET refused_at = ? WHERE id = ?", (now, batch.id))
+            return now
+        return float(row[0])
+
+
+def awaiting_token(conn: sqlite3.Connection) -> tuple[int, float | None]:
+    """How many spooled reports are in batches the collector refused the token for, and
+    when the first of those batches was first refused (None if none)."""
+    count, first = conn.execute(
+        "SELECT count(*), min(b.refused_at) FROM spool s JOIN batches b ON s.batch = b.id "
+        "WHERE b.refused_at IS NOT NULL"
+    ).fetchone()
+    return int(count), None if first is None else float(first)
 
 
 def release(conn: sqlite3.Connection, batch: Batch) -> bool:

@@ -14,6 +14,7 @@ import sqlite3
 from ldptel.client.errors import (
     BudgetExhaustedError,
     CampaignUnavailableError,
+    DeliveryError,
     DiskFullError,
     InternalError,
     InvalidLevelError,
@@ -52,6 +53,8 @@ _STATUS_OF: tuple[tuple[type[LdptelError], ReportStatus], ...] = (
     (BudgetExhaustedError, ReportStatus.BUDGET_EXHAUSTED),
     (UnknownCampaignError, ReportStatus.UNKNOWN_CAMPAIGN),
     (CampaignUnavailableError, ReportStatus.CAMPAIGN_UNAVAILABLE),
+    # From report() only a campaign's first config fetch meets one (a refused token, ...).
+    (DeliveryError, ReportStatus.CAMPAIGN_UNAVAILABLE),
     (InvalidLevelError, ReportStatus.INVALID_LEVEL),
     (InvalidValueError, ReportStatus.INVALID_VALUE),
     (DiskFullError, ReportStatus.DISK_FULL),

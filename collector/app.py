@@ -38,6 +38,7 @@ from ldptel.collector.body import (
     too_large,
     unnamed_batch,
 )
+from ldptel.collector.cors import register_cors
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.collector.ingest import Batch, Ingestor, check_idempotency_key, parse_batch
 from ldptel.collector.reports_api import register_reports_api
@@ -80,7 +81,9 @@ class Collector:
         self.registry = Registry(self.redis, cache_seconds=config.registry_cache_seconds)
         self.auth = IngestAuth(self.redis, cache_seconds=config.token_cache_seconds)
         rate_limit = RateLimit(config.rate_limit, config.rate_limit_seconds)
-        self.refusals = RefusalLimit(self.redis, rate_limit)
+        self.refusals = RefusalLimit(
+            self.redis, rate_limit, delay_seconds=config.refusal_delay_seconds
+        )
         self.ingestor = Ingestor(
             self.redis,
             self.registry,
@@ -187,6 +190,7 @@ def create_app(
     app.extensions[EXTENSION] = Collector(settings, clock)
     _configure_logging()
     _register_hooks(app)
+    register_cors(app, settings.cors_origins)  # before the routes: it answers preflights
     _register_errors(app)
     _register_ops(app)
     _register_campaigns(app)

@@ -129,13 +129,28 @@ class RefusalLimit:
     Requests already past the check when the count reaches the limit are still processed, and
     a worker learns of the exhaustion at its own next refusal: per window, at most `limit` plus
     about one refusal per connection the token has open at that moment.
+
+    The token is public (it ships in every app), so the limit alone lets a flood of refusals
+    make the token's real clients share its 429s. Each refusal is therefore answered
+    `delay_seconds` late (a gevent sleep: it holds a greenlet and a socket, no CPU): a sender
+    that waits for its answers refuses at most one request per connection per delay, which
+    stays under the limit, and its bombs cost the workers that much less CPU. A valid request
+    is never delayed (benchmarks/shared_token_flood.py).
     """
 
     def __init__(
-        self, redis: Any, limit: RateLimit, *, clock: Callable[[], float] = time.time
+        self,
+        redis: Any,
+        limit: RateLimit,
+        *,
+        delay_seconds: float = 0.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.limit = limit
+        self.delay_seconds = delay_seconds
         self.clock = clock
+        self.sleep = sleep
         self._count = redis.register_script(_COUNT)
         #: token hash -> the window in which it passed the limit
         self._exhausted: dict[str, int] = {}
@@ -147,7 +162,15 @@ class RefusalLimit:
             raise self.limit.exceeded(now, "refused requests")
 
     def count(self, token_hash: str) -> None:
-        """Count one refused request of the token (nothing when the rate limit is off)."""
+        """Count one refused request of the token (nothing when the rate limit is off), then
+        wait out the refusal delay."""
+        try:
+            self._count_refusal(token_hash)
+        finally:
+            if self.delay_seconds > 0:
+                self.sleep(self.delay_seconds)  # gevent's, under gunicorn: no thread held
+
+    def _count_refusal(self, token_hash: str) -> None:
         if not self.limit.limit:
             return
         window = self.limit.window(self.clock())

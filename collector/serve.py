@@ -11,7 +11,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from ldptel.collector.settings import CollectorConfig
+from ldptel.collector.worker import BodyLimits
 from ldptel.store import logs
 from ldptel.store.redis_server import DATA_DIR, REDIS_URL_FILE
 
@@ -49,13 +50,26 @@ def _child_exit(server: Any, worker: Any) -> None:
     multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
 
 
-class CollectorApplication(BaseApplication):  # type: ignore[misc]
-    """gunicorn with its settings from code; each worker builds its own app (and Redis
-    connection pool) after the fork."""
+class GeventApplication(BaseApplication):  # type: ignore[misc]
+    """gunicorn with its settings from code, on CollectorWorker (gevent: an idle or slow
+    connection costs a greenlet; bounded waits; JSON errors; no client addresses logged).
+    Each worker builds its own app with `load` after the fork (its own Redis pool). The
+    collector runs on it, and `ldptel dashboard` too, with the same timeouts."""
 
-    def __init__(self, config: CollectorConfig, options: ServeOptions) -> None:
-        self.collector_config = config
+    def __init__(
+        self,
+        load: Callable[[], Any],
+        options: ServeOptions,
+        body_limits: BodyLimits,
+        *,
+        name: str,
+        settings: Mapping[str, object],
+    ) -> None:
+        self.loader = load
         self.serve_options = options
+        self.body_limits = body_limits  # read by CollectorWorker.init_process
+        self.name = name
+        self.extra_settings = settings
         super().__init__()
 
     def load_config(self) -> None:
@@ -72,9 +86,8 @@ class CollectorApplication(BaseApplication):  # type: ignore[misc]
             "errorlog": "-",
             "loglevel": "warning",
             "logconfig_dict": logs.gunicorn_logconfig(),  # JSON lines, as the app's
-            "when_ready": _when_ready,
-            "child_exit": _child_exit,
-            "proc_name": "ldptel-collector",
+            "proc_name": self.name,
+            **self.extra_settings,  # hooks and the app's own
         }
         for key, value in settings.items():
             self.cfg.set(key, value)
@@ -87,9 +100,18 @@ class CollectorApplication(BaseApplication):  # type: ignore[misc]
                 self.cfg.set(key.lower(), value)
 
     def load(self) -> Any:
+        return self.loader()
+
+
+def collector_application(config: CollectorConfig, options: ServeOptions) -> GeventApplication:
+    def load() -> Any:
         from ldptel.collector.app import create_app
 
-        return create_app(self.collector_config)
+        return create_app(config)
+
+    limits = BodyLimits(config.body_timeout_seconds, config.max_body_bytes)
+    hooks = {"when_ready": _when_ready, "child_exit": _child_exit}
+    return GeventApplication(load, options, limits, name="ldptel-collector", settings=hooks)
 
 
 @contextmanager
@@ -136,9 +158,14 @@ def serve(config: CollectorConfig, options: ServeOptions, *, redis_url: str | No
 
 
 def _run(config: CollectorConfig, options: ServeOptions) -> int:
+    return run_application(collector_application(config, options))
+
+
+def run_application(application: GeventApplication) -> int:
+    """Run gunicorn until stopped; returns its exit status."""
     arbiter = os.getpid()
     try:
-        CollectorApplication(config, options).run()
+        application.run()
     except SystemExit as stop:  # gunicorn's arbiter exits through sys.exit
         if os.getpid() != arbiter:
             # A forked worker leaving (stop, timeout, max-requests) unwinds through this frame

@@ -3,6 +3,8 @@ the environment (`LDPTEL_<FIELD>`, derived from the fields, so a new field gets 
 
 from __future__ import annotations
 
+import math
+import string
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -16,6 +18,12 @@ ENV_PREFIX = "LDPTEL_"
 #: Settings that are secrets: also read from the file named by `LDPTEL_<FIELD>_FILE` (Docker
 #: and Kubernetes secrets are files), so they never appear on a command line (`ps`).
 SECRETS = frozenset({"admin_token", "analyst_token"})
+#: A secret must be worth at least this many bits against guessing: a 22-character
+#: `secrets.token_urlsafe(16)`, a 32-digit `secrets.token_hex(16)`.
+MIN_SECRET_BITS = 128
+#: Fewer distinct characters than this is a pattern, not a random draw (a random 22-char
+#: url-safe token has fewer with probability below 1e-12).
+MIN_SECRET_DISTINCT = 8
 
 Settings = TypeVar("Settings")
 
@@ -38,6 +46,33 @@ def _parse(name: str, kind: Any, text: str) -> Any:
     except ValueError:
         type_name = getattr(kind, "__name__", str(kind))
         raise ParameterError(env_name(name), f"must be {type_name}, got {text!r}") from None
+
+
+def secret_bits(secret: str) -> float:
+    """What `secret` would be worth if drawn uniformly from its alphabet: length times log2
+    of the alphabet (digits 10, hex 16, letters of one case 26, anything mixed 64 as url-safe
+    base64). It refuses short and one-class secrets; it cannot tell a random token from a
+    chosen phrase of the same length: generate them (docs/operations.md)."""
+    if secret.isascii() and secret.isdigit():
+        alphabet = 10
+    elif all(c in string.hexdigits for c in secret):
+        alphabet = 16
+    elif secret.isascii() and secret.isalpha() and (secret.islower() or secret.isupper()):
+        alphabet = 26
+    else:
+        alphabet = 64
+    return len(secret) * math.log2(alphabet)
+
+
+def check_secret(variable: str, secret: str) -> None:
+    """Refuse a weak secret with an error naming the variable it came from."""
+    if secret_bits(secret) < MIN_SECRET_BITS or len(set(secret)) < MIN_SECRET_DISTINCT:
+        raise ParameterError(
+            variable,
+            f"too weak: at least {MIN_SECRET_BITS} bits, e.g. 22 random url-safe characters "
+            "(python3 -c 'import secrets; print(secrets.token_urlsafe(32))'), from the variable "
+            f"or the file {variable}_FILE names",
+        )
 
 
 def read_secret_file(variable: str, path: str) -> str:
@@ -86,6 +121,10 @@ class CollectorConfig:
     #: (0 = no limit), counted per campaign shard (`ceil(rate_limit / shards)` each).
     rate_limit: int = 1_000
     rate_limit_seconds: int = 1
+    #: A request refused before the ingest script (a gzip bomb, a bad body or batch) is
+    #: answered this much later (a greenlet waits; 0 = at once): a sender that waits for its
+    #: answers refuses at most connections / delay per second (collector/auth.py).
+    refusal_delay_seconds: float = 0.25
     #: How long a worker trusts an ingest token it found in Redis (a revocation takes effect
     #: within this time; 0 = ask Redis on every request).
     token_cache_seconds: float = 2.0
@@ -105,6 +144,9 @@ class CollectorConfig:
     redis_wait_replicas: int = 0
     #: How long a request waits for those replicas (must be shorter than the socket timeout).
     redis_wait_timeout_seconds: float = 1.0
+    #: Web origins whose pages may report from a browser (CORS, collector/cors.py), comma-
+    #: separated (`https://app.example,https://www.example`), `*` for any; "" = none.
+    cors_origins: str = ""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> CollectorConfig:
@@ -128,6 +170,8 @@ class CollectorConfig:
                 raise ParameterError(name, "must be >= 1")
         if not self.body_timeout_seconds > 0:
             raise ParameterError("body_timeout_seconds", "must be > 0")
+        if not 0 <= self.refusal_delay_seconds <= 10:
+            raise ParameterError("refusal_delay_seconds", "must be between 0 and 10")
         if self.token_cache_seconds < 0:
             raise ParameterError("token_cache_seconds", "must be >= 0 (0 disables the cache)")
         if self.rate_limit < 0:
@@ -140,6 +184,10 @@ class CollectorConfig:
             )
         if self.idempotency_seconds < DAY:
             raise ParameterError("idempotency_seconds", f"must be >= {DAY} (a day)")
+        for name in sorted(SECRETS):
+            secret = getattr(self, name)
+            if secret is not None:
+                check_secret(env_name(name), secret)
         return self
 
 

@@ -17,14 +17,13 @@ import socket
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 import gevent
 from gunicorn.http import errors
 from gunicorn.workers.ggevent import GeventWorker
-
-from ldptel.collector.settings import CollectorConfig
 
 LOG = logging.getLogger("ldptel.collector")
 #: After SIGTERM, a connection waiting for its next request is closed this much later (a
@@ -61,6 +60,15 @@ _REASONS = {
     500: "Internal Server Error",
     501: "Not Implemented",
 }
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    """What the worker reads of a request's body before the app runs, and for how long (the
+    collector's: CollectorConfig; the dashboard's: a login form)."""
+
+    timeout_seconds: float
+    max_bytes: int
 
 
 class BodyTimeoutError(Exception):
@@ -107,9 +115,9 @@ class CollectorWorker(GeventWorker):  # type: ignore[misc]
         # graceful_timeout (30 s) and SIGKILL this worker. Remember it instead: with `alive`
         # false the worker boots, serves nothing and exits.
         signal.signal(signal.SIGTERM, self.exit_while_booting)
-        config: CollectorConfig = self.app.collector_config
-        self.body_timeout = config.body_timeout_seconds
-        self.max_body_bytes = config.max_body_bytes
+        limits: BodyLimits = self.app.body_limits
+        self.body_timeout = limits.timeout_seconds
+        self.max_body_bytes = limits.max_bytes
         self.waiting: dict[Any, gevent.Timeout] = {}
         super().init_process()
 

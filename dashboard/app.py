@@ -1,10 +1,11 @@
 """The dashboard as a Flask app: `create_app(redis_client, analyst_token=None)`.
 
 Read-only: it reads the registry and the window documents the aggregator stores, and writes
-nothing. With an analyst token (LDPTEL_ANALYST_TOKEN, the one the collector's report API
-takes) every request needs it, as `Authorization: Bearer <token>` or as the cookie the
-/login form sets (a browser cannot send the header when following a link); without one, the
-dashboard is for a trusted network only (`ldptel dashboard` then binds to loopback).
+only browsers' sign-in sessions. With an analyst token (LDPTEL_ANALYST_TOKEN, the one the
+collector's report API takes) every request needs it, as `Authorization: Bearer <token>`, or
+the cookie of a session opened at /login (a browser cannot send the header when following a
+link; dashboard/access.py); without one, the dashboard is for a trusted network only
+(`ldptel dashboard` then binds to loopback). Every answer carries the security headers.
 
 Bad parameters answer JSON `{"error": {"field", "reason"}}` with 400 (404 for an unknown
 campaign), as the collector's API does, never an HTML error page.
@@ -12,25 +13,36 @@ campaign), as the collector's API does, never an HTML error page.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import hmac
-import io
 import json
 import math
+import re
+import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 from typing import TypedDict
+from urllib.parse import urlencode
 
 from flask import Flask, Response, redirect, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
+from ldptel.aggregator.csv_export import write_csv
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
 from ldptel.dashboard import pages
+from ldptel.dashboard.access import (
+    CSRF_COOKIE,
+    SECURITY_HEADERS,
+    SESSION_COOKIE,
+    AccessSettings,
+    LoginThrottle,
+    Sessions,
+    same_origin_path,
+)
 from ldptel.dashboard.change import Change, change
 from ldptel.dashboard.charts import TrendPoint
 from ldptel.dashboard.series import Campaigns, Numbers, WindowNumbers, trend, views
@@ -42,7 +54,12 @@ from ldptel.store.reports import iso
 MAX_ITEMS = 12
 #: Items whose trend is drawn when none is selected: the largest in the latest window.
 DEFAULT_ITEMS = 3
-COOKIE = "ldptel_dashboard"
+#: The login form's CSRF cookie lasts this long (a form left open longer is reloaded).
+CSRF_SECONDS = 3600
+#: A CSRF token as the form issues it (secrets.token_urlsafe(32)).
+CSRF_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
+#: Paths served without the analyst token (besides /assets/).
+PUBLIC = frozenset({"/login", "/logout", "/favicon.ico"})
 
 
 class NotFoundError(ParameterError):
@@ -110,7 +127,11 @@ def _token_digest(token: str) -> bytes:
 
 
 def create_app(
-    client: RedisClient, analyst_token: str | None = None, *, warm: bool = False
+    client: RedisClient,
+    analyst_token: str | None = None,
+    *,
+    warm: bool = False,
+    access: AccessSettings | None = None,
 ) -> Flask:
     """The dashboard over one Redis (or Redis Cluster) client; with `warm`, a background
     thread reads every campaign's documents at once, so that the first page need not."""
@@ -122,26 +143,61 @@ def create_app(
         threading.Thread(
             target=campaigns.warm, args=(registry.names(),), name="dashboard-warm", daemon=True
         ).start()
+    settings = access or AccessSettings()
     expected = None if analyst_token is None else _token_digest(analyst_token)
+    sessions = Sessions(client, settings.session_seconds)
+    throttle = LoginThrottle(settings.login_attempts)
 
     def allowed() -> bool:
         if expected is None:
             return True
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        given = token.strip() if scheme.lower() == "bearer" else ""
-        cookie = request.cookies.get(COOKIE, "")
-        return hmac.compare_digest(_token_digest(given), expected) or hmac.compare_digest(
-            cookie.encode(), expected.hex().encode()
-        )
+        if scheme.lower() == "bearer" and hmac.compare_digest(
+            _token_digest(token.strip()), expected
+        ):
+            return True
+        return sessions.is_open(request.cookies.get(SESSION_COOKIE, ""))
+
+    def from_proxy() -> bool:
+        return request.remote_addr in settings.trusted_proxies
+
+    def secure() -> bool:
+        """Served over HTTPS here, or a trusted proxy says its client used HTTPS."""
+        forwarded = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip()
+        return request.is_secure or (from_proxy() and forwarded.lower() == "https")
+
+    def client_address() -> str:
+        """The sign-in throttle's client: the proxy's last hop when the proxy is trusted."""
+        last_hop = request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+        return last_hop if from_proxy() and last_hop else request.remote_addr or ""
+
+    def set_cookie(response: BaseResponse, name: str, value: str, seconds: int, path: str) -> None:
+        response.set_cookie(
+            name, value, max_age=seconds, path=path, secure=secure(), httponly=True,
+            samesite="Strict",
+        )  # fmt: skip
+
+    def render(title: str, body: str, script: str = "") -> str:
+        return pages.page(title, body, "/", script, sign_out=expected is not None)
 
     @app.before_request
     def check_access() -> BaseResponse | None:
-        if request.path == "/login" or allowed():
+        if request.path in PUBLIC or request.path.startswith("/assets/"):
+            return None
+        if allowed():
             return None
         if request.path.endswith((".csv", ".json")):
             return error_response(401, "Authorization", "analyst token required")
-        return redirect(f"/login?next={request.full_path}")
+        target = same_origin_path(request.full_path.rstrip("?")) or "/"
+        return redirect("/login?" + urlencode({"next": target}))
+
+    @app.after_request
+    def security_headers(response: Response) -> Response:
+        response.headers.update(SECURITY_HEADERS)
+        if not request.path.startswith("/assets/"):
+            response.headers["Cache-Control"] = "no-store"  # pages and downloads hold data
+        return response
 
     @app.errorhandler(ParameterError)
     def bad_parameter(error: ParameterError) -> Response:
@@ -153,34 +209,69 @@ def create_app(
     def http_error(error: HTTPException) -> Response:
         return error_response(error.code or 500, "path", error.description or error.name)
 
+    @app.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(status=204)  # none; a browser asks on every page
+
+    @app.get("/assets/dashboard.css")
+    def stylesheet() -> Response:
+        return Response(pages.stylesheet(), mimetype="text/css")
+
+    @app.get("/assets/filter.js")
+    def script() -> Response:
+        return Response(pages.script_file(), mimetype="text/javascript")
+
     @app.get("/login")
-    def login_form() -> str:
-        target = escape(request.args.get("next", "/"))
+    def login_form() -> BaseResponse:
+        target = same_origin_path(request.args.get("next", "/")) or "/"
+        # The form's token stays the cookie's while the cookie lasts: a second form (another
+        # tab, a reload) must not make the first one's post fail.
+        held = request.cookies.get(CSRF_COOKIE, "")
+        csrf = held if CSRF_TOKEN.fullmatch(held) else secrets.token_urlsafe(32)
         body = (
             '<form method="post" action="/login"><label>analyst token '
             '<input type="password" name="token" autocomplete="current-password" autofocus>'
-            f'</label><input type="hidden" name="next" value="{target}">'
+            f'</label><input type="hidden" name="next" value="{escape(target)}">'
+            f'<input type="hidden" name="csrf" value="{csrf}">'
             '<button type="submit">Open</button></form>'
         )
-        return pages.page("ldptel dashboard: sign in", body, "/")
+        page = pages.page("ldptel dashboard: sign in", body, "/")
+        response = Response(page, mimetype="text/html")
+        set_cookie(response, CSRF_COOKIE, csrf, CSRF_SECONDS, "/login")
+        return response
 
     @app.post("/login")
     def login() -> BaseResponse:
+        address = client_address()
+        wait = throttle.retry_after(address)
+        if wait:
+            refused = error_response(429, "token", "too many failed sign-ins; try again later")
+            refused.headers["Retry-After"] = str(wait)
+            return refused
+        csrf = request.form.get("csrf", "")
+        if not csrf or not hmac.compare_digest(csrf, request.cookies.get(CSRF_COOKIE, "")):
+            return error_response(403, "csrf", "sign in from this site's /login form")
         token = request.form.get("token", "")
         if expected is None or not hmac.compare_digest(_token_digest(token), expected):
+            throttle.failed(address)
             return error_response(403, "token", "not the analyst token")
-        target = request.form.get("next", "/")
-        if not target.startswith("/") or target[1:2] in ("/", "\\"):
-            target = "/"  # a path of this site only (browsers take a backslash for a slash)
-        response = redirect(target)
-        response.set_cookie(COOKIE, expected.hex(), httponly=True, samesite="Strict")
+        response = redirect(same_origin_path(request.form.get("next", "/")) or "/", 303)
+        set_cookie(response, SESSION_COOKIE, sessions.open(), settings.session_seconds, "/")
+        response.delete_cookie(CSRF_COOKIE, path="/login")
+        return response
+
+    @app.post("/logout")
+    def logout() -> BaseResponse:
+        sessions.close(request.cookies.get(SESSION_COOKIE, ""))
+        response = redirect("/login", 303)
+        set_cookie(response, SESSION_COOKIE, "", 0, "/")
         return response
 
     @app.get("/")
     def campaign_list() -> str:
         rows = [campaign_row(name) for name in registry.names()]
         body = pages.campaign_list(rows, "/campaigns/{name}")
-        return pages.page("ldptel campaigns", body, "/")
+        return render("ldptel campaigns", body)
 
     def campaign_row(name: str) -> pages.CampaignRow:
         config = current_config(name)
@@ -277,7 +368,7 @@ def create_app(
                 "</form>",
             ]
         )
-        return pages.page(name, body, "/", pages.FILTER_SCRIPT)
+        return render(name, body, pages.FILTER_SCRIPT)
 
     @app.get("/campaigns/<name>/trend.<kind>")
     def trend_download(name: str, kind: str) -> Response:
@@ -373,12 +464,8 @@ def download(
         return Response(body, mimetype="application/json", headers=disposition)
     if kind != "csv":
         raise ParameterError("format", "must be .csv or .json")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    if rows:
-        writer.writerow(rows[0].keys())
-        writer.writerows(["" if v is None else v for v in row.values()] for row in rows)
-    return Response(out.getvalue(), mimetype="text/csv", headers=disposition)
+    text = write_csv(list(rows[0]), [list(row.values()) for row in rows]) if rows else ""
+    return Response(text, mimetype="text/csv", headers=disposition)
 
 
 def error_response(status: int, field: str, reason: str) -> Response:

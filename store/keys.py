@@ -120,3 +120,9 @@ def rate(name: str, shard: int, token_hash: str, window: int) -> str:
     rate-limit window. It shares the shard's slot, so the ingest script counts and stores in
     one round trip."""
     return f"{PREFIX}:{{{name}:{shard}}}:rate:{token_hash}:{window}"
+
+
+def dashboard_session(session_hash: str) -> str:
+    """String with TTL: an open dashboard session, keyed by the SHA-256 (hex) of the
+    cookie's random id; the id itself is never stored (dashboard/access.py)."""
+    return f"{PREFIX}:dashboard:session:{session_hash}"

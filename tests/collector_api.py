@@ -96,7 +96,9 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
 
 def collector_app(settings: Mapping[str, Any]) -> Any:
     """The collector app with the tests' admin token and no rate limit."""
-    return create_app({"admin_token": ADMIN_TOKEN, "rate_limit": 0, **settings})
+    # No refusal delay: the tests send refusals by the thousand (test_refusal_delay.py has it).
+    settings = {"rate_limit": 0, "refusal_delay_seconds": 0, **settings}
+    return create_app({"admin_token": ADMIN_TOKEN, **settings})
 
 
 def serve(settings: Mapping[str, Any]) -> ServerThread:

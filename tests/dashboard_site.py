@@ -7,6 +7,7 @@ over that Redis for the whole session."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -47,6 +48,34 @@ class Site:
         )
         response.raise_for_status()
         return response.json()
+
+
+def csrf_field(form: requests.Response) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert found, form.text
+    return found.group(1)
+
+
+def sign_in(
+    base: str,
+    session: requests.Session,
+    next_page: str = "/",
+    token: str = ANALYST_TOKEN,
+    **kw: Any,
+) -> requests.Response:
+    """The browser's way: GET the form (its CSRF cookie and field), then POST it (the cookie
+    sent as a browser would, a Secure one too: behind a TLS proxy the browser used HTTPS)."""
+    form = session.get(f"{base}/login", timeout=10, **kw)
+    data = {"token": token, "next": next_page, "csrf": csrf_field(form)}
+    cookie = {"ldptel_csrf": form.cookies.get("ldptel_csrf") or cookie_value(form)}
+    return session.post(
+        f"{base}/login", data=data, cookies=cookie, allow_redirects=False, timeout=10, **kw
+    )
+
+
+def cookie_value(answer: requests.Response) -> str:
+    """The value of the (one) cookie an answer sets."""
+    return answer.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
 
 
 def demo_arguments(*argv: str) -> argparse.Namespace:

@@ -74,12 +74,14 @@ def served(
     env: Mapping[str, str] | None = None,
 ) -> Iterator[Served]:
     """`ldptel collector serve` on loopback (a free port unless given), without a rate limit
-    unless given, with `env` added to its environment; stopped (SIGTERM, then SIGKILL after
-    30 s) on exit, unless it is gone already."""
+    or refusal delay unless given, with `env` added to its environment; stopped (SIGTERM,
+    then SIGKILL after 30 s) on exit, unless it is gone already."""
     port = port or free_port()
     log_path = tmp_path / f"collector-{port}.log"
     env = {**os.environ, "LDPTEL_ADMIN_TOKEN": ADMIN_TOKEN,
-           "LDPTEL_RATE_LIMIT_SECONDS": str(rate_limit_seconds), **(env or {})}  # fmt: skip
+           "LDPTEL_RATE_LIMIT_SECONDS": str(rate_limit_seconds),
+           "LDPTEL_REFUSAL_DELAY_SECONDS": "0",  # refusals at once, unless a test says
+           **(env or {})}  # fmt: skip
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
@@ -118,6 +120,22 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
             pass
         time.sleep(0.1)
     raise AssertionError("the collector did not come up")
+
+
+def unread_by_server(server_port: int, client: socket.socket) -> int | None:
+    """Bytes the server side of `client`'s connection has received but its process not yet
+    read (Linux /proc/net/tcp rx_queue); None while no such connection is established."""
+    client_port = client.getsockname()[1]
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, state = fields[1], fields[2], fields[3]
+        if (
+            int(local.split(":")[1], 16) == server_port
+            and int(remote.split(":")[1], 16) == client_port
+            and state == "01"  # ESTABLISHED
+        ):
+            return int(fields[4].split(":")[1], 16)
+    return None
 
 
 def rss_bytes(pid: int) -> int:

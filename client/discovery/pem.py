@@ -351,19 +351,23 @@ class PrefixExtendingMethod(ReportMechanism):
         # The family term of the stated stderr: SketchOracle.family_variance needs the counts
         # of all strings held; the candidates' estimates stand in for them (plug-in: the
         # heaviest strings are candidates, and Zipf-like tails add little to sum n_w^2).
+        # Per candidate v the sum over the other strings w != v (docs/protocol.md, "pem").
         held = np.rint(np.clip(estimate, 0.0, None)).astype(np.int64)
-        family = float(np.max(self.oracle.family_variance(held))) if held.size else 0.0
+        family_of = self.oracle.family_variance(held)
         # P(listed | nobody holds it) <= tail = false_discoveries / C (at most 1/2), whatever
         # the held strings' counts below the largest (client/discovery/threshold.py).
         tail = min(0.5, false_discoveries / max(1, len(candidates)))
         cut = candidates_threshold(self.oracle, size, estimate, tail)
         chosen = [
-            (text, float(e))
-            for label, e in zip(candidates, estimate.tolist(), strict=True)
+            (text, float(e), float(family))
+            for label, e, family in zip(
+                candidates, estimate.tolist(), family_of.tolist(), strict=True
+            )
             if e > cut and (text := prefix_value(label)) is not None
         ]
-        chosen.sort(key=lambda pair: -pair[1])
-        group_estimate = np.array([e for _, e in chosen], dtype=np.float64)
+        chosen.sort(key=lambda row: -row[1])
+        group_estimate = np.array([e for _, e, _ in chosen], dtype=np.float64)
+        family = np.array([term for _, _, term in chosen], dtype=np.float64)
         # The group is a uniform sample of size users of the n: scaled by n / size, its
         # estimate is unbiased for the count among all n, with the oracle's variance and the
         # sample's (hypergeometric) one, at the plug-in frequency.
@@ -372,7 +376,7 @@ class PrefixExtendingMethod(ReportMechanism):
         sampling = size * f * (1 - f) * (n - size) / max(1, n - 1)
         variance = scale**2 * (self.oracle.variance(size, f) + family + sampling)
         return Discovery(
-            values=tuple(text for text, _ in chosen),
+            values=tuple(text for text, _, _ in chosen),
             estimate=scale * group_estimate,
             stderr=np.sqrt(variance),
             threshold=scale * cut,

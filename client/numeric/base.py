@@ -278,14 +278,6 @@ class NumericMechanism(ReportMechanism):
         """Clip, round and randomize each value independently."""
         return self.perturb_levels(self.round_to_grid(values, rng), rng)
 
-    def perturb_level(self, level: int, rng: Rng | None = None) -> WireReport:
-        """One report of a level already rounded (the SDK's path for repeated collection: the
-        level from one kept alpha, `alpha_point_levels`, and a memoized report per level)."""
-        level = check_int(level, "level", 0, self.resolution)
-        if rng is None or isinstance(rng, SecureRandom):
-            return self.perturb_level_one(level)
-        return self.encode(self.perturb_levels(np.array([level]), rng))[0]
-
     def perturb(self, value: float, rng: Rng | None = None) -> WireReport:
         """One report of `value` in its wire form. From the OS CSPRNG by default, through
         `perturb_level_one` (the SDK's path); another source goes through `perturb_batch`."""

@@ -174,12 +174,17 @@ class DBitFlip(NumericMechanism):
         return variance
 
     def mean_variance_estimate(self, support: NDArray[np.int64], n: int) -> float:
-        # The mean report variance (d/d') m0 sum x^2 + (d/d' - 1) E[x_s^2], with E[x_s^2]
-        # estimated without bias by sum_t f_t x_t^2.
+        # Var(y - v) for a value v rounded to level s: (d/d') m0 sum x^2 + (d/d') E[x_s^2]
+        # - v^2 = (d/d') m0 sum x^2 + (d/d' - 1) E[x_s^2] + (E[x_s^2] - v^2). E[x_s^2] is
+        # estimated without bias by sum_t f_t x_t^2; the last term, the rounding's variance
+        # (v - x_lo)(x_hi - v), is bounded by step^2 / 4 (its maximum, mid-cell). Without it
+        # the stated stderr was too small on coarse grids: K = 3, eps = 8, uniform values:
+        # true variance 1.63x the stated one, 95% intervals covering 86.9%.
         x = self.levels
         ratio = self.buckets / self.sampled
         square = float(np.dot(self.fractions(support, n), x * x))
-        return (ratio * self._noise * float(np.dot(x, x)) + (ratio - 1) * square) / n
+        rounding = ((self.high - self.low) / self.resolution) ** 2 / 4
+        return (ratio * self._noise * float(np.dot(x, x)) + (ratio - 1) * square + rounding) / n
 
     # -- audit -----------------------------------------------------------------------------
     def audit_events(self, batch: ReportBatch, level: int, other: int) -> NDArray[np.int64]:

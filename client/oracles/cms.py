@@ -43,8 +43,8 @@ from ldptel.client.oracles.unary import (
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import sample_uniform_below
 
-# Reports are counted this many bits at a time (bounded temporaries).
-_CHUNK_BITS = 1 << 22
+# Reports of one row summed at once: a byte counter holds 255.
+_ROW_BLOCK = 255
 
 
 class CountMeanSketch(SketchOracle):
@@ -119,21 +119,33 @@ class CountMeanSketch(SketchOracle):
 
     @property
     def support_work(self) -> int:
-        return self.m
+        # A report's temporaries are its packed bits (sorted copy) and its sort keys; the
+        # unpacked bits are bounded per row block (_ROW_BLOCK x m), whatever n.
+        return packed_width(self.m) + 16
 
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
-        """S[j, i]: reports with row j and bit i set, flattened row-major."""
+        """S[j, i]: reports with row j and bit i set, flattened row-major.
+
+        Sorted by row once; a row's reports are unpacked _ROW_BLOCK at a time and summed as
+        uint64 words, each word 8 bit counters of one byte (SWAR: no carry below 256 rows).
+        A row with one report (most of them in a small batch) is copied, not summed."""
         rows = np.asarray(batch["j"], dtype=np.int64)
-        packed = np.asarray(batch["bits"], dtype=np.uint8)
+        order = np.argsort(rows, kind="stable")
+        rows, packed = rows[order], np.asarray(batch["bits"], dtype=np.uint8)[order]
         support = np.zeros((self.k, self.m), dtype=np.int64)
-        step = max(1, _CHUNK_BITS // self.m)
-        for start in range(0, rows.size, step):
-            # Reports sorted by row; each run of one row sums to that row's bit counts.
-            order = np.argsort(rows[start : start + step], kind="stable")
-            sorted_rows = rows[start : start + step][order]
-            first = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-            bits = unpack_bits(packed[start : start + step][order], self.m)
-            support[sorted_rows[first]] += np.add.reduceat(bits, first, axis=0, dtype=np.int32)
+        if not rows.size:
+            return support.reshape(-1)
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        ends = np.r_[starts[1:], rows.size]
+        alone = starts[ends - starts == 1]
+        support[rows[alone]] = unpack_bits(packed[alone], self.m)
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            if end - start == 1:
+                continue
+            row = support[rows[start]]
+            for first in range(start, end, _ROW_BLOCK):
+                bits = np.unpackbits(packed[first : min(end, first + _ROW_BLOCK)], axis=1)
+                row += bits.view(np.uint64).sum(axis=0).view(np.uint8)[: self.m]
         return support.reshape(-1)
 
     def debiased_rows(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:

@@ -21,14 +21,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import (
     Field,
     ReportBatch,
     WireReport,
     check_probability,
-    check_reports,
-    report_int,
+    decode_int_fields,
 )
 from ldptel.client.oracles.hr import fwht, parity
 from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
@@ -125,17 +124,12 @@ class HadamardCountMeanSketch(SketchOracle):
         ]
 
     def decode(self, reports: object) -> ReportBatch:
-        items = check_reports(reports)
-        rows = np.empty(len(items), dtype=np.uint16)
-        columns = np.empty(len(items), dtype=np.uint16)
-        bits = np.empty(len(items), dtype=np.uint8)
-        for i, report in enumerate(items):
-            if not isinstance(report, dict):
-                raise ReportError("report", "must be an object", i)
-            rows[i] = report_int(report, "j", self.k, i)
-            columns[i] = report_int(report, "l", self.m, i)
-            bits[i] = report_int(report, "bit", 2, i)
-        return {"j": rows, "l": columns, "bit": bits}
+        limits: dict[str, tuple[int, type[np.unsignedinteger[Any]]]] = {
+            "j": (self.k, np.uint16),
+            "l": (self.m, np.uint16),
+            "bit": (2, np.uint8),
+        }
+        return decode_int_fields(reports, limits)
 
     # -- aggregator ------------------------------------------------------------------------
     @property

@@ -28,7 +28,7 @@ import binascii
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -43,6 +43,7 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_int,
     check_reports,
+    decode_base64_column,
 )
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import TableSampler
@@ -330,6 +331,20 @@ class HistogramEncoding(FrequencyOracle):
     def decode(self, reports: object) -> ReportBatch:
         items = check_reports(reports)
         size = 4 * self.domain_size
+        raw = decode_base64_column(items, "z", size)
+        z = self._decode_each(items) if raw is None else raw.view("<i4")
+        # An honest report never leaves [-M, M] (it is clamped there), so this rejects nothing
+        # a real client sends and reveals nothing about anyone's value.
+        outside = np.flatnonzero(((z < -self.clamp) | (z > self.clamp)).any(axis=1))
+        if outside.size:
+            raise ReportError(
+                "z", f"values must be in [-{self.clamp}, {self.clamp}]", int(outside[0])
+            )
+        return {"z": z.astype(self.noise.report_dtype)}
+
+    def _decode_each(self, items: Sequence[Any]) -> NDArray[np.int32]:
+        """The per-report path: raises the error of the first malformed report."""
+        size = 4 * self.domain_size
         chars = 4 * -(-size // 3)
         chunks: list[bytes] = []
         for i, report in enumerate(items):
@@ -352,15 +367,7 @@ class HistogramEncoding(FrequencyOracle):
             if base64.b64encode(raw).decode("ascii") != text:
                 raise ReportError("z", "is not canonical base64 (non-zero padding bits)", i)
             chunks.append(raw)
-        z = np.frombuffer(b"".join(chunks), dtype="<i4").reshape(len(items), self.domain_size)
-        # An honest report never leaves [-M, M] (it is clamped there), so this rejects nothing
-        # a real client sends and reveals nothing about anyone's value.
-        outside = np.flatnonzero(((z < -self.clamp) | (z > self.clamp)).any(axis=1))
-        if outside.size:
-            raise ReportError(
-                "z", f"values must be in [-{self.clamp}, {self.clamp}]", int(outside[0])
-            )
-        return {"z": z.astype(self.noise.report_dtype)}
+        return np.frombuffer(b"".join(chunks), dtype="<i4").reshape(len(items), self.domain_size)
 
     # -- privacy audit ---------------------------------------------------------------------
     def _buckets(self, z: NDArray[np.integer[Any]]) -> NDArray[np.int64]:

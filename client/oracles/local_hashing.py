@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ReportError
 from ldptel.client.hashing import item_keys, key_lanes, lh_hash, lh_hash_lanes, lh_hash_scalar
 from ldptel.client.oracles.base import (
     Field,
@@ -29,8 +28,7 @@ from ldptel.client.oracles.base import (
     check_int,
     check_labels,
     check_probability,
-    check_reports,
-    report_int,
+    decode_int_fields,
 )
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
@@ -188,15 +186,9 @@ class LocalHashing(PureOracle, KeyedOracle):
         ]
 
     def decode(self, reports: object) -> ReportBatch:
-        items = check_reports(reports)
-        seeds = np.empty(len(items), dtype=np.uint32)
-        ys = np.empty(len(items), dtype=np.uint32)
-        for i, report in enumerate(items):
-            if not isinstance(report, dict):
-                raise ReportError("report", "must be an object", i)
-            seeds[i] = report_int(report, "seed", SEED_LIMIT, i)
-            ys[i] = report_int(report, "y", self.g, i)
-        return {"seed": seeds, "y": ys}
+        return decode_int_fields(
+            reports, {"seed": (SEED_LIMIT, np.uint32), "y": (self.g, np.uint32)}
+        )
 
     # -- aggregator ------------------------------------------------------------------------
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:

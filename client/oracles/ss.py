@@ -25,7 +25,6 @@ from ldptel.client.oracles.base import (
     check_probability,
 )
 from ldptel.client.oracles.unary import (
-    BYTE_BITS,
     bit_counts,
     decode_bit_vectors,
     encode_bit_vectors,
@@ -131,7 +130,7 @@ class SubsetSelection(PureOracle):
 
     def decode(self, reports: object) -> ReportBatch:
         packed = decode_bit_vectors(reports, self.domain_size, "bits")
-        set_bits = BYTE_BITS.sum(axis=1)[packed].sum(axis=1)
+        set_bits = np.bitwise_count(packed).sum(axis=1, dtype=np.int64)
         wrong = np.flatnonzero(set_bits != self.k)
         if wrong.size:
             raise ReportError("bits", f"must have exactly k = {self.k} bits set", int(wrong[0]))

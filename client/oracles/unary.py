@@ -28,6 +28,7 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_probabilities,
     check_reports,
+    decode_base64_column,
 )
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import sample_bernoulli
@@ -124,14 +125,17 @@ def check_padding(packed: NDArray[np.uint8], nbits: int, field: str, indexed: bo
 def decode_bit_vectors(reports: object, nbits: int, field: str) -> NDArray[np.uint8]:
     """Validate untrusted reports {field: base64 bit vector}; returns (n, packed_width) bytes."""
     items: Sequence[Any] = check_reports(reports)
-    rows = []
-    for i, report in enumerate(items):
-        if not isinstance(report, dict):
-            raise ReportError("report", "must be an object", i)
-        if field not in report:
-            raise ReportError(field, "is required", i)
-        rows.append(decode_bit_vector(report[field], nbits, field, i))
-    packed = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), packed_width(nbits))
+    width = packed_width(nbits)
+    packed = decode_base64_column(items, field, width)
+    if packed is None:  # some report is malformed: find the first and say why
+        rows = []
+        for i, report in enumerate(items):
+            if not isinstance(report, dict):
+                raise ReportError("report", "must be an object", i)
+            if field not in report:
+                raise ReportError(field, "is required", i)
+            rows.append(decode_bit_vector(report[field], nbits, field, i))
+        packed = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), width)
     check_padding(packed, nbits, field, indexed=True)
     return packed
 

@@ -85,3 +85,16 @@ def dump_states(client: Any) -> dict[bytes, dict[bytes, bytes]]:
 def with_db(url: str, db: int) -> str:
     """The same Redis URL pointing at database `db`."""
     return urlunsplit(urlsplit(url)._replace(path=f"/{db}"))
+
+
+def old_and_recent_entries(
+    client: Any, config: CampaignConfig, offsets_ms: list[int], window: int = 1_700_006_400
+) -> list[bytes]:
+    """One-report entries of `window` whose ids are `offsets_ms` before the Redis clock's
+    now (on shard 0)."""
+    seconds, _ = client.time()
+    now_ms = int(seconds) * 1000
+    payload = config.build_oracle().pack({"y": np.zeros(1, dtype=np.uint32)})
+    fields = {"c": config.config_id, "w": window, "n": 1, "p": payload, "l": ""}
+    stream = keys.stream(config.name, 0)
+    return [client.xadd(stream, fields, id=f"{now_ms - offset}-0") for offset in offsets_ms]

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import numpy as np
-from stream_entries import append, dump_states, make_config, register
+from stream_entries import append, dump_states, make_config, old_and_recent_entries, register
 
 from ldptel.aggregator.lease import Lease
 from ldptel.aggregator.report import list_windows
@@ -126,16 +126,6 @@ def test_the_trim_threshold_is_below_both_checkpoint_and_retention() -> None:
     assert trim_threshold(b"5000-3", now, 86_400) == "5000-3"
     # Checkpoint recent: trim only what is older than the retention.
     assert trim_threshold(f"{now - 10}-0".encode(), now, 86_400) == f"{99 * day}-0"
-
-
-def old_and_recent_entries(client: Any, config: Any, offsets_ms: list[int]) -> list[bytes]:
-    """Entries whose ids are `offsets_ms` before the Redis clock's now."""
-    seconds, _ = client.time()
-    now_ms = int(seconds) * 1000
-    payload = config.build_oracle().pack({"y": np.zeros(1, dtype=np.uint32)})
-    fields = {"c": config.config_id, "w": WINDOW, "n": 1, "p": payload, "l": ""}
-    stream = keys.stream(config.name, 0)
-    return [client.xadd(stream, fields, id=f"{now_ms - offset}-0") for offset in offsets_ms]
 
 
 def test_trimming_removes_counted_entries_older_than_retention(redis_client: Any) -> None:

@@ -12,7 +12,7 @@ import pytest
 from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.consistency import consistent, norm_mul, norm_sub
-from ldptel.aggregator.privacy import default_delta, shuffle_amplification
+from ldptel.aggregator.privacy import shuffle_amplification
 from ldptel.aggregator.report import (
     NOT_ENOUGH,
     ReportOptions,
@@ -23,6 +23,7 @@ from ldptel.aggregator.report import (
 )
 from ldptel.aggregator.worker import Worker
 from ldptel.client.errors import ParameterError
+from ldptel.client.shuffle import closed_form_epsilon, default_delta, shuffled_epsilon
 from ldptel.store.registry import Registry
 from ldptel.store.reports import parse_window
 
@@ -145,23 +146,21 @@ def test_the_significance_z_bounds_expected_false_flags() -> None:
         assert (1 - NormalDist().cdf(z)) * d == pytest.approx(0.05)
 
 
-def test_shuffle_amplification_matches_the_closed_form() -> None:
-    n, eps0, delta = 100_000, 1.0, 1e-6
-    e = math.e
-    expected = math.log(
-        1 + (e - 1) / (e + 1) * (8 * math.sqrt(e * math.log(4 / delta)) / math.sqrt(n) + 8 * e / n)
-    )
-    result = shuffle_amplification(eps0, n, delta)
-    assert result["applies"] and result["epsilon"] == pytest.approx(expected)
-    assert result["epsilon"] < eps0
+def test_the_central_guarantee_is_the_numerical_bound_with_the_closed_form_beside_it() -> None:
+    result = shuffle_amplification(1.0, 100_000, 1e-6)
+    assert result["applies"] and result["delta"] == 1e-6
+    assert result["epsilon"] == shuffled_epsilon(1.0, 100_000, 1e-6)
+    assert result["closed_form_epsilon"] == closed_form_epsilon(1.0, 100_000, 1e-6)
+    assert result["closed_form_epsilon"] is not None
+    assert result["epsilon"] <= result["closed_form_epsilon"] / 3
 
 
-def test_shuffle_amplification_states_when_its_precondition_fails() -> None:
-    # eps0 = 8 needs n >= 16 e^8 log(2/delta) ~ 7e5 users.
+def test_the_central_guarantee_states_when_shuffling_gains_nothing() -> None:
+    # eps0 = 8 among 10^4 users: ~3 clones expected; the bound gains < 1%.
     result = shuffle_amplification(8.0, 10_000)
-    assert not result["applies"]
+    assert not result["applies"] and result["closed_form_epsilon"] is None
     assert result["epsilon"] == 8.0 and result["delta"] == 0.0
-    assert "log(n / (16 log(2/delta)))" in result["reason"]
+    assert "gains less than 1%" in result["reason"]
 
 
 def test_windows_parse_from_seconds_dates_and_times() -> None:
@@ -209,7 +208,12 @@ def test_a_report_states_the_longitudinal_guarantee_per_window_and_for_life(
     assert longitudinal["window_epsilon"] == pytest.approx(2 * config.epsilon)
     assert longitudinal["lifetime_epsilon"] == 6.0 and longitudinal["discloses"] == ""
     words = " ".join(privacy_sentences(report))
-    assert "Over a user's whole history: Per install, between any two value histories" in words
+    assert (
+        "Over a user's whole history: Against the collector and the network: an install's "
+        "reports in any one window (at most 2) are together 2-differentially private (delta 0) "
+        "between any two value histories."
+    ) in words
+    assert "at most 6 fresh randomizations) are together 6-differentially private" in words
     exact = aggregated(redis_client, 500, name="memo", memoization="exact_discloses_changes")
     (report,) = build_window(redis_client, Registry(redis_client), exact.name, WINDOW)["reports"]
     assert "the change pattern" in report["privacy"]["longitudinal"]["discloses"]

@@ -95,7 +95,7 @@ def test_the_csv_report_holds_the_json_reports_numbers_and_their_proportions(
     written = tmp_path / "r.csv"
     assert main([*report, "--csv", str(written)]) == 0
     assert capsys.readouterr().out == f"wrote {written}\n"
-    assert written.read_text() == printed
+    assert written.read_bytes().decode() == printed  # byte for byte (RFC 4180 CRLF rows)
 
     rows = list(csv.DictReader(io.StringIO(printed)))
     # Every item once, largest estimate first, with the JSON's numbers to the last bit.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import requests
-from ldptel_command import ldptel
+from ldptel_command import ldptel, one_line_error
 
 from ldptel.cli.main import main
 
@@ -190,3 +190,14 @@ def test_serve_from_the_environment_keeps_its_admin_token_out_of_the_log(tmp_pat
     assert f"collector listening on http://127.0.0.1:{port}" in messages
     # GUNICORN_CMD_ARGS wins over LDPTEL_WORKERS: three workers booted.
     assert sum(m.startswith("Booting worker") for m in messages) == 3
+
+
+def test_serve_refuses_a_weak_admin_token_naming_its_variable(tmp_path: Path) -> None:
+    """The issue's case: admin token `a` used to start, then answer every admin call 401."""
+    env = {**os.environ, "LDPTEL_ADMIN_TOKEN": "a", "LDPTEL_DATA_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", "0"],
+        capture_output=True, text=True, timeout=60, check=False, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    one_line_error(result, "collector", "LDPTEL_ADMIN_TOKEN")
+    assert "too weak" in result.stderr and not (tmp_path / "redis").exists()  # nothing started

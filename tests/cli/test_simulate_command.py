@@ -163,7 +163,7 @@ def test_bad_parameters_give_one_line_and_exit_2(args: list[str], field: str) ->
         (replaced("--domain-size", "1e30"), "domain_size: must be >= 2, <= 16777216"),
         (replaced("--epsilon", "-inf"), "write --option=VALUE"),
         ([*BASE, "--distribution", "normal"], "invalid choice: 'normal'"),
-        (BASE[2:], "the following arguments are required: --oracle"),
+        (BASE[2:], "oracle: is required (or give --windows"),
     ],
     ids=["huge epsilon", "huge domain", "negative-looking value", "choice", "missing option"],
 )
@@ -178,8 +178,8 @@ def test_huge_values_and_usage_errors_are_one_line_too(args: list[str], says: st
 def test_rappor_shows_both_guarantees_and_which_candidates_are_significant() -> None:
     args = ("--oracle", "rappor", "--epsilon", "1", "--domain-size", "16", "--n", "100000")
     data = simulate_json(*args, "--seed", "4")
-    privacy = data["privacy"]
-    assert isinstance(privacy, dict)
+    assert isinstance(data["privacy"], dict)
+    privacy = data["privacy"]["rappor"]
     # The guarantees of the parameters actually used (f derived from the requested epsilon).
     h, f, p, q = privacy["h"], privacy["f"], privacy["p"], privacy["q"]
     p_star, q_star = (f / 2) * q + (1 - f / 2) * p, (1 - f / 2) * q + (f / 2) * p

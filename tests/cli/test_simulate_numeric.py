@@ -101,7 +101,7 @@ def test_the_table_shows_the_mean_row() -> None:
         (("--oracle", "pm", "--epsilon", "1", "--n", "10"), "range"),
         (("--oracle", "oue", "--epsilon", "1", "--range", "0", "1", "--n", "10"), "oracle"),
         (("--oracle", "pm", "--epsilon", "1", "--range", "0", "1", "--param", "g=3"), "param"),
-        (("--oracle", "oue", "--epsilon", "1", "--n", "10"), "domain_size"),
+        (("--oracle", "oue", "--epsilon", "1", "--n", "10", "--domain-size", "1"), "domain_size"),
         (("--oracle", "pm", "--range", "0", "1", "--n", "10"), "epsilon"),
     ],
 )

@@ -57,7 +57,8 @@ def test_the_table_names_the_values_and_domain_size_adds_items_nobody_holds(
     assert lines[0] == (
         f"oracle olh, epsilon 2, domain size 5, n 1000 (values of {values_file}, seed 3)"
     )
-    shown = [line.split()[0] for line in lines[4:9]]
+    header = next(i for i, line in enumerate(lines) if line.startswith("item "))
+    shown = [line.split()[0] for line in lines[header + 2 : header + 7]]
     assert shown[:2] == ["rouge", "bleu"] and "vert" in shown and "#0" in shown
 
 
@@ -69,6 +70,5 @@ def test_bad_combinations_are_one_line(values_file: Path, tmp_path: Path) -> Non
         ([*base, str(values_file), "--n", "10"], "n"),
         ([*base, str(values_file), "--domain-size", "2"], "domain_size"),
         ([*base, str(one)], "values_file"),
-        (["simulate", "--oracle", "de", "--epsilon", "1", "--n", "10"], "domain_size"),
     ]:
         one_line_error(ldptel(*args), "simulate", field)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from live_collector import LiveCollector
+from reporter_settings import FAST
 
 
 @pytest.fixture
@@ -25,17 +26,6 @@ def token(collector: LiveCollector) -> str:
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Path:
     return tmp_path / "state"
-
-
-#: Test settings: quick retries, batches sent on flush() (or when full); report() raises
-#: (strict) unless a test asks for the app's default (strict=False).
-FAST = {
-    "backoff_base": 0.02,
-    "backoff_cap": 0.2,
-    "max_batch_age": 3600.0,
-    "timeout": 5.0,
-    "strict": True,
-}
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ import contextlib
 import gzip
 import io
 import json
+import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -40,15 +42,30 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+#: Injected answers with the collector's JSON error body: status -> reason phrase.
+INJECTED = {
+    "400": "Bad Request",
+    "401": "Unauthorized",
+    "403": "Forbidden",
+    "413": "Content Too Large",
+    "429": "Too Many Requests",
+    "503": "Service Unavailable",
+}
+
+
 @dataclass
 class Faults:
     """WSGI middleware: records requests; `plan` holds the fate of the next POST /v1/reports
-    ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page,
-    "401", "413"), and `config_plan` the same for GET /v1/campaigns/... ("garbage"); POSTs for the
-    campaigns in `unavailable` are always answered 503."""
+    ("503", "429", "lose" = store it but answer 503, "html" = a 200 captive-portal page, one
+    of INJECTED's statuses with the collector's JSON error, "301" to "308" = a redirect to
+    `location`, "404html" (any status) = a web server's HTML page), `always` the fate of
+    every one while it is set, and `config_plan` the same for GET /v1/campaigns/...
+    ("garbage"); POSTs for the campaigns in `unavailable` are always answered 503."""
 
     app: Any
     plan: list[str] = field(default_factory=list)
+    always: str = ""
+    location: str = ""
     config_plan: list[str] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     retry_after: str = "0"
@@ -72,27 +89,29 @@ class Faults:
             elif method == "GET" and path.startswith("/v1/campaigns/"):
                 plan = self.config_plan
             action = plan.pop(0) if plan else ""
-            if path == "/v1/reports" and self._campaign(body) in self.unavailable:
-                action = "503"
+            if path == "/v1/reports":
+                action = action or self.always
+                if self._campaign(body) in self.unavailable:
+                    action = "503"
         if action == "lose":
             for _ in self.app(environ, lambda *a, **k: None):
                 pass
             action = "503"
-        if action in ("503", "429", "401", "413"):
-            reason = {
-                "503": "Service Unavailable",
-                "429": "Too Many",
-                "401": "Unauthorized",
-                "413": "Content Too Large",
-            }
+        if action in INJECTED:
             start_response(
-                f"{action} {reason[action]}",
+                f"{action} {INJECTED[action]}",
                 [("Content-Type", "application/json"), ("Retry-After", self.retry_after)],
             )
             return [b'{"error": {"field": "test", "reason": "injected"}}']
+        if action in ("301", "302", "303", "307", "308"):
+            start_response(f"{action} Redirect", [("Location", self.location)])
+            return [b""]
         if action in ("html", "garbage"):
             start_response("200 OK", [("Content-Type", "text/html")])
             return [b"<html>Welcome to the hotel wifi</html>"]
+        if action[:3].isdigit() and action[3:] == "html":  # "404html": a web server's page
+            start_response(f"{action[:3]} Not Ours", [("Content-Type", "text/html")])
+            return [b"<html><h1>%s</h1>nginx</html>" % action[:3].encode()]
         return self.app(environ, start_response)  # type: ignore[no-any-return]
 
     @staticmethod
@@ -160,11 +179,14 @@ def canonical(reports: Iterable[dict[str, Any]]) -> list[str]:
 
 class SilentServer:
     """Accepts connections and reads each request's head, never answers: a collector that
-    hangs. `heads` holds the headers of every request it read (lower-case names)."""
+    hangs. `heads` holds the headers of every request it read (lower-case names). With
+    `tls`, it speaks HTTPS."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.tls = tls
         self.heads: list[dict[str, str]] = []
         self._open: list[socket.socket] = []
         threading.Thread(target=self._serve, daemon=True).start()
@@ -181,6 +203,8 @@ class SilentServer:
     def _read_head(self, conn: socket.socket) -> None:
         data = b""
         with contextlib.suppress(OSError):
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
             while b"\r\n\r\n" not in data:
                 chunk = conn.recv(65536)
                 if not chunk:
@@ -189,6 +213,10 @@ class SilentServer:
         lines = data.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
         fields = (line.partition(":") for line in lines[1:])
         self.heads.append({name.strip().lower(): value.strip() for name, _, value in fields})
+        self.answer(conn)
+
+    def answer(self, conn: socket.socket) -> None:
+        """What is sent once a request's head is read: nothing (the connection stays open)."""
 
     def wait_for_request(self, count: int = 1, timeout: float = 30.0) -> dict[str, str]:
         """The head of the count-th request, once it has been read."""
@@ -202,3 +230,33 @@ class SilentServer:
         self.listener.close()
         for conn in self._open:
             conn.close()
+
+
+class TrickleServer(SilentServer):
+    """Answers every request slowly: `head_at_once` bytes of a 200 config answer at once, then
+    the rest one byte every `interval` seconds (a collector, or a proxy, that trickles).
+    `closed` holds, per connection, how long after its request head the client closed it."""
+
+    ANSWER = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+        + b"{%s}" % (b" " * 4094)
+    )
+
+    def __init__(
+        self, head_at_once: int = 0, interval: float = 1.0, tls: ssl.SSLContext | None = None
+    ) -> None:
+        self.head_at_once = head_at_once
+        self.interval = interval
+        self.closed: list[float] = []
+        super().__init__(tls)
+
+    def answer(self, conn: socket.socket) -> None:
+        started = time.monotonic()
+        with contextlib.suppress(OSError):
+            conn.sendall(self.ANSWER[: self.head_at_once])
+            for i in range(self.head_at_once, len(self.ANSWER)):
+                readable, _, _ = select.select([conn], [], [], self.interval)
+                if readable and not conn.recv(65536):  # the client gave up: closed
+                    self.closed.append(time.monotonic() - started)
+                    return
+                conn.sendall(self.ANSWER[i : i + 1])

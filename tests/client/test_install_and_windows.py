@@ -8,13 +8,16 @@ than the campaign's reports_per_window from one install.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 import pytest
-from conftest import FAST
+from collector_api import campaign_config
+from reporter_settings import FAST
+from served_collector import served
 
 from ldptel.client import Reporter, clock, ledger
 from ldptel.client import reporter as reporter_module
@@ -140,6 +143,39 @@ def test_no_device_clock_puts_more_than_the_window_budget_in_a_collector_window(
     per_window = windows_of_stored_reports(redis_client)
     assert per_window and max(per_window.values()) == 1  # as the collector files them
     assert sum(per_window.values()) + final.stats()["spooled"] == made  # held, not lost
+
+
+#: The issue's sequence: the phone's clock set by weeks and a year, forward and back.
+WEEKS_AND_YEARS = [0.0, 30 * DAY, 0.0, 30 * DAY, -7 * DAY, 365 * DAY, 0.0]
+
+
+def test_moving_the_whole_process_clock_never_overfills_a_collector_window(
+    redis_url: str, redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The collector runs in its own process on the real clock; this process's wall clock
+    # (time.time itself, as setting a phone's clock moves every reader of it) jumps.
+    real = time.time
+    offset = [0.0]
+    with served(redis_url, tmp_path, workers=1) as collector:
+        api = collector.api()
+        api.create_campaign(campaign_config(reports_per_window=1, lifetime_epsilon=1e6))
+        token = api.create_token()
+        monkeypatch.setattr(time, "time", lambda: real() + offset[0])
+        made = 0
+        for jump in WEEKS_AND_YEARS:
+            offset[0] = jump
+            with Reporter(
+                collector.url, token, state_dir=tmp_path / "state", **{**FAST, "strict": False}
+            ) as app:
+                made += bool(app.report("colors", "red"))
+                made += bool(app.report("colors", "green"))
+                app.flush(timeout=5)
+        with Reporter(collector.url, token, state_dir=tmp_path / "state", **FAST) as last:
+            last.flush(timeout=5)
+            spooled = last.stats()["spooled"]
+    per_window = windows_of_stored_reports(redis_client)
+    assert per_window and max(per_window.values()) == 1  # as the collector files them
+    assert sum(per_window.values()) + spooled == made  # held for a later window, not lost
 
 
 def test_reports_of_a_campaign_retired_meanwhile_are_dead_lettered_not_held(

@@ -6,8 +6,6 @@ Redis -> aggregator pass -> report) gives a mean whose interval covers the true 
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -18,10 +16,10 @@ from live_collector import LiveCollector, stored_reports
 from ldptel.aggregator.report import build_window
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
-from ldptel.client import ReportStatus, ledger, memo
+from ldptel.client import ReportStatus, configs, ledger
 from ldptel.client.campaign import CampaignConfig
-from ldptel.client.memo import Randomizer
-from ldptel.client.statedb import open_state, transaction
+from ldptel.client.errors import LdptelError, ParameterError
+from ldptel.client.transport import ConfigAnswer
 from ldptel.store.registry import Registry
 
 
@@ -50,39 +48,27 @@ def test_report_takes_numbers_clips_them_and_refuses_other_values(
     assert reporter.stats()["not_spooled"] == {"invalid_value": 4}
 
 
-def test_memoized_levels_resend_their_report_and_round_without_bias(tmp_path: Path) -> None:
-    config = CampaignConfig.from_dict(
-        {
-            "name": "battery",
-            "oracle": "1bitmean",
-            "epsilon": 1.0,
-            "range": [0, 100],
-            "params": {"resolution": 4},  # levels 0, 25, 50, 75, 100
-            "memoization": "exact_discloses_changes",
-        }
-    ).as_created()
-    conn = open_state(tmp_path, (memo.SCHEMA,))
-    randomizer = Randomizer(config, conn, os.urandom(32))
-    threshold = 25 + 25 * randomizer.alpha / 2**64  # this install's rounding point
+MEMOIZED_NUMBERS = {
+    "name": "battery", "oracle": "1bitmean", "epsilon": 1.0, "range": [0, 100],
+    "params": {"resolution": 4}, "memoization": "exact_discloses_changes",
+}  # fmt: skip
 
-    def spend(value: float) -> tuple[str, float]:
-        with transaction(conn):
-            report, cost = randomizer.spend(conn, value)
-        randomizer.committed(value, report)
-        return report, cost
 
-    below, above = spend(threshold - 0.01), spend(threshold + 0.01)
-    # Two levels, each charged once: the epsilon of the law sampled (<= the config's).
-    assert below[1] == above[1] == config.build_numeric().epsilon <= config.epsilon
-    assert spend(25.0) == (below[0], 0.0) and spend(50.0) == (above[0], 0.0)
-    promise = ledger.guarantee(config)
-    assert promise.holds_for == ledger.SAME_PATTERN and "change pattern" in promise.discloses
-
-    # Over installs alpha is uniform: 30.5 rounds up to level 2 (50) with probability 0.22.
-    # 2000 installs: Binomial(2000, 0.22), sd 18.5; the band +-4 sd fails for a correct
-    # rounding with p < 1e-4; always rounding down (0) or to nearest (0) is caught.
-    ups = sum(Randomizer(config, conn, os.urandom(32)).memo_index(30.5) == 2 for _ in range(2000))
-    assert abs(ups - 440) <= 4 * math.sqrt(2000 * 0.22 * 0.78)
+def test_exact_memoization_of_numbers_is_refused_at_creation_and_by_the_sdk() -> None:
+    # Its secret rounding point puts nearby values on one level: which reports repeat
+    # discloses how close two values are (the exact loss is unbounded; tests below).
+    with pytest.raises(ParameterError) as refused:
+        CampaignConfig.from_dict(MEMOIZED_NUMBERS)
+    assert refused.value.field == "memoization" and "refused" in refused.value.reason
+    # A config stored before: the aggregator still reads it; a client will not report.
+    stored = CampaignConfig.from_dict(MEMOIZED_NUMBERS, stored=True)
+    answer = ConfigAnswer(200, {**stored.to_dict(), "config_id": stored.config_id})
+    with pytest.raises(LdptelError) as client_side:
+        configs.parse_answer(answer)
+    assert client_side.value.field == "memoization"
+    promise = ledger.guarantee(stored)
+    assert promise.holds_for == "one report at a time only"
+    assert "no guarantee over a user's history" in promise.statement
 
 
 @pytest.mark.slow

@@ -205,7 +205,7 @@ def test_the_ledger_charges_the_levels_epsilon_against_the_levels_budget(collect
 
 def test_a_refused_batch_keeps_its_level_in_the_dead_letters(collector, open_reporter, state_dir):
     leveled(collector)
-    collector.faults.plan = ["401"]
+    collector.faults.plan = ["400"]  # the collector's own refusal: final
     reporter = open_reporter(level="low")
     reporter.report("leveled", "item-1")
     assert reporter.flush(timeout=20)

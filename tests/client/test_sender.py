@@ -2,7 +2,7 @@
 Retry-After given as an HTTP date is waited for; a claim (lease) held by a live sender keeps
 others away until it expires, then another sender takes the batch under the same key and the
 first one's late answer changes nothing; a claim left by a process SIGKILLed mid-flush is
-taken at once."""
+taken at once; a post to a collector that trickles its answer ends at its total deadline."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import textwrap
 import time
 
 import pytest
-from live_collector import SilentServer, sent_reports, stored_reports
+from live_collector import SilentServer, TrickleServer, sent_reports, stored_reports
 
 from ldptel.client import Reporter, spool
 
@@ -143,3 +143,27 @@ def test_a_lost_lease_leaves_the_batch_as_the_new_holder_left_it(verdict, tmp_pa
     assert answer(mine) is False
     assert conn.execute("SELECT next_at FROM batches").fetchall() == [(theirs.lease,)]
     assert answer(theirs) is True
+
+
+def test_a_post_has_a_total_deadline(collector, open_reporter, state_dir):
+    collector.campaign(reports_per_window=10)
+    cache_the_config(collector, open_reporter)
+    server = TrickleServer(interval=0.5)  # a read timeout of 1 s (per read) never trips
+    try:
+        reporter = Reporter(
+            server.url, "t", state_dir=state_dir, timeout=1.0, max_batch_age=0.01, strict=True
+        )
+        reporter.report("colors", "green")
+        deadline = time.monotonic() + 20
+        while not server.closed:  # the sender gave up on the answer and closed
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert server.closed[0] < 1.0 + 1.0  # the timeout and a scheduler's slack
+        while reporter.stats()["last_error"] is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert "no complete answer within the 1 s timeout" in reporter.stats()["last_error"]
+        assert reporter.stats()["spooled"] == 1  # kept, to retry
+        reporter.close(timeout=0)
+    finally:
+        server.close()

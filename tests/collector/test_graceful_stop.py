@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from collector_api import DOMAIN, wait_until_up
-from served_collector import app_loaded, private_tmpdir
+from served_collector import app_loaded, private_tmpdir, unread_by_server
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.collector.auth import create_token
@@ -105,22 +105,6 @@ class Sender(threading.Thread):
                 time.sleep(0.01)
         if sock is not None:
             sock.close()
-
-
-def unread_by_server(server_port: int, client: socket.socket) -> int | None:
-    """Bytes the server side of `client`'s connection has received but its process not yet
-    read (Linux /proc/net/tcp rx_queue); None while no such connection is established."""
-    client_port = client.getsockname()[1]
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local, remote, state = fields[1], fields[2], fields[3]
-        if (
-            int(local.split(":")[1], 16) == server_port
-            and int(remote.split(":")[1], 16) == client_port
-            and state == "01"  # ESTABLISHED
-        ):
-            return int(fields[4].split(":")[1], 16)
-    return None
 
 
 def workers_loaded(master: int, workers: int, tmpdir: Path) -> bool:

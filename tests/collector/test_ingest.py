@@ -424,3 +424,18 @@ def test_an_open_domain_campaign_takes_sketch_reports_and_names_a_bad_field(
         response = api.post_reports(token, {**good, "reports": [report]})
         assert response.status_code == 400 and error_of(response)[0] == field
     assert len(entries(redis_client, "answers")) == 1
+
+
+def test_an_unknown_field_inside_a_report_is_named_with_its_report(
+    api: Api, campaign: Campaign
+) -> None:
+    config_id, token = campaign
+    body = batch(config_id, [1, 2, 3])
+    body["reports"][1] = {**body["reports"][1], "zeta": 1, "alpha": 2}
+    body["reports"][2] = {**body["reports"][2], "beta": 3}
+    response = api.post_reports(token, body)
+    assert response.status_code == 400
+    assert error_of(response)[0] == "reports[1].alpha"
+    lists = batch(config_id, [1])
+    lists["reports"] = [[["y"]]]  # not an object (holds an unhashable value): decode names it
+    assert error_of(api.post_reports(token, lists))[0] == "reports[0].report"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import requests
 import urllib3
-from conftest import OPENAPI, conforms
+from openapi_conformance import OPENAPI, conforms
 from openapi_spec_validator import validate
 from openapi_spec_validator.readers import read_from_filename
 from schemathesis.core.failures import FailureGroup

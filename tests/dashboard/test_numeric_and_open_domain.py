@@ -5,6 +5,8 @@ pipeline (perturbed reports -> worker -> stored documents) and in headless Chrom
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from typing import Any
 
@@ -58,7 +60,7 @@ def numeric_campaign(client: Any) -> CampaignConfig:
     return config
 
 
-def open_campaign(client: Any) -> CampaignConfig:
+def open_campaign(client: Any, frequent: tuple[str, str] = ("tea", "coffee")) -> CampaignConfig:
     """A CMS campaign of free text, one window with two frequent answers and a rare one."""
     config = CampaignConfig.from_dict(
         {"name": "answers", "oracle": "cms", "epsilon": 4.0, "max_length": 32,
@@ -66,10 +68,10 @@ def open_campaign(client: Any) -> CampaignConfig:
     ).as_created()  # fmt: skip
     Registry(client).create(config)
     oracle = config.build_oracle()
-    words = ["tea"] * 900 + ["coffee"] * 600 + ["mate"]
+    words = [frequent[0]] * 900 + [frequent[1]] * 600 + ["mate"]
     append(client, config, oracle.perturb_keys(item_keys(words), np.random.default_rng(6)), WINDOW)  # type: ignore[attr-defined]
     Worker(client).run_pass()
-    candidates = Candidates(("tea", "coffee", "mate", "cocoa"), "test list")
+    candidates = Candidates((*frequent, "mate", "cocoa"), "test list")
     store_window(
         client, build_window(client, Registry(client), "answers", WINDOW, None, None, candidates)
     )
@@ -112,6 +114,19 @@ def test_a_numeric_campaign_shows_the_mean_its_band_distribution_and_change(
             # Same users' distribution: no flag (fails with probability 5%, fixed seed);
             # 1,200 ms slower: flagged (|z| > 100).
             assert row["significant"] is flagged
+
+
+def test_a_discovered_formula_is_downloaded_as_text_not_run(redis_client: Any) -> None:
+    """Free text app users sent, as the trend download writes it (the change download is the
+    same writer): a spreadsheet shows it, never runs it (OWASP's leading quote)."""
+    formulas = ('=HYPERLINK("http://evil.example","x")', "-2+3")
+    open_campaign(redis_client, formulas)
+    with serve(create_app(redis_client)) as base:
+        params = {"items": list(formulas)}
+        response = requests.get(f"{base}/campaigns/answers/trend.csv", params=params, timeout=30)
+    rows = list(csv.DictReader(io.StringIO(response.text, newline="")))
+    assert {row["item"] for row in rows} == {"'" + text for text in formulas}
+    assert all(float(row["estimate"]) > 0 for row in rows)  # numbers stay numbers
 
 
 def test_chromium_shows_the_mean_trend_and_the_discovered_strings(redis_client: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import secrets
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,14 @@ from deploy_kit import ROOT, documented_variables
 
 from ldptel.client.errors import ParameterError
 from ldptel.collector.serve import ServeOptions
-from ldptel.collector.settings import SECRETS, CollectorConfig, env_name, from_env
+from ldptel.collector.settings import (
+    MIN_SECRET_BITS,
+    SECRETS,
+    CollectorConfig,
+    env_name,
+    from_env,
+    secret_bits,
+)
 
 
 def test_every_collector_setting_has_a_documented_variable() -> None:
@@ -76,9 +84,46 @@ def test_a_bad_variable_is_an_error_naming_it(environ: dict[str, str], variable:
 
 def test_a_secret_comes_from_its_file(tmp_path: Path) -> None:
     secret = tmp_path / "admin_token"
-    secret.write_text("s3cret-admin-token\n")
+    secret.write_text("s3cret-admin-token-from-a-file\n")
     config = CollectorConfig.from_environ({"LDPTEL_ADMIN_TOKEN_FILE": str(secret)})
-    assert config.admin_token == "s3cret-admin-token"
+    assert config.admin_token == "s3cret-admin-token-from-a-file"
     secret.write_text("\n")
     with pytest.raises(ParameterError, match="empty"):
         CollectorConfig.from_environ({"LDPTEL_ADMIN_TOKEN_FILE": str(secret)})
+
+
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "a",
+        "admin",
+        "x" * 40,  # one character: a pattern
+        "abababab" * 4,  # two
+        "0123456789" * 3,  # 30 digits: 100 bits
+        secrets.token_hex(15),  # 30 hex digits: 120 bits
+        "abcdefghijklmnopqrstuvwxy",  # 25 lowercase letters: 118 bits
+        secrets.token_urlsafe(16)[:21],  # 21 url-safe characters: 126 bits
+    ],
+)
+@pytest.mark.parametrize("name", ["ADMIN", "ANALYST"])
+def test_a_weak_secret_refuses_to_start_naming_its_variable(
+    weak: str, name: str, tmp_path: Path
+) -> None:
+    variable = f"LDPTEL_{name}_TOKEN"
+    with pytest.raises(ParameterError, match="too weak") as error:
+        CollectorConfig.from_environ({variable: weak})
+    assert error.value.field == variable
+    secret = tmp_path / "secret"
+    secret.write_text(weak + "\n")
+    with pytest.raises(ParameterError, match=f"{variable}_FILE") as error:
+        CollectorConfig.from_environ({f"{variable}_FILE": str(secret)})
+    assert error.value.field == variable
+
+
+@pytest.mark.parametrize(
+    "strong", [secrets.token_urlsafe(16), secrets.token_urlsafe(32), secrets.token_hex(16)]
+)
+def test_a_generated_secret_is_accepted(strong: str) -> None:
+    config = CollectorConfig.from_environ({"LDPTEL_ADMIN_TOKEN": strong})
+    assert config.admin_token == strong
+    assert secret_bits(strong) >= MIN_SECRET_BITS

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import functools
 import gzip
+import socket
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import requests
 from collector_api import batch
-from served_collector import Served, rss_bytes, served
+from served_collector import Served, connect, rss_bytes, served, unread_by_server
 
 from ldptel.collector.ingest import ENVELOPE_BYTES
 from ldptel.store import keys
@@ -171,3 +174,48 @@ def test_a_bomb_flood_from_one_token_gets_429_while_another_token_is_served(
     assert limit <= statuses.count(413) <= 2 * (limit + SENDERS)
     assert limited.status_code == 429 and "refused requests" in limited.json()["error"]["reason"]
     assert 1 <= int(limited.headers["Retry-After"]) <= 3600
+
+
+def test_a_refusal_is_answered_late_without_holding_the_worker(
+    redis_url: str, redis_client: Any, tmp_path: Path
+) -> None:
+    """The refusal delay (LDPTEL_REFUSAL_DELAY_SECONDS): while 8 bombs wait out theirs on the
+    only worker, a valid batch of the same token is stored and answered; then the bombs get
+    their 413. (A blocking sleep would answer the bombs first, 8 x 3 s later.)"""
+    env = {"LDPTEL_REFUSAL_DELAY_SECONDS": "3"}
+    with served(redis_url, tmp_path, workers=1, env=env) as collector:
+        api = collector.api()
+        config_id, token = api.create_campaign(), api.create_token()
+        warm_up(collector, token, config_id)
+        data = bomb(config_id, campaign_first=True)
+        head = (
+            f"POST /v1/reports HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
+            f"Content-Length: {len(data)}\r\n"
+        )
+        with ExitStack() as stack:
+            bombs = [stack.enter_context(connect(collector.port)) for _ in range(8)]
+            for sock in bombs:
+                key = uuid.uuid4().hex
+                sock.sendall(f"{head}Idempotency-Key: {key}\r\n\r\n".encode() + data)
+            deadline = time.monotonic() + 30
+            while any(unread_by_server(collector.port, sock) != 0 for sock in bombs):
+                assert time.monotonic() < deadline, "the worker did not read the bombs"
+                time.sleep(0.01)  # until the worker has read every bomb
+            with requests.Session() as session:
+                normal = post(session, collector.url, token, gzip.compress(
+                    str(batch(config_id, [3])).replace("'", '"').encode()))  # fmt: skip
+            assert normal.status_code == 202
+            assert [early_answer(sock) for sock in bombs] == [b""] * 8  # all still waiting
+            for sock in bombs:
+                sock.settimeout(30)
+                assert sock.recv(12) == b"HTTP/1.1 413"
+
+
+def early_answer(sock: socket.socket) -> bytes:
+    """What the server has answered on `sock` so far (b"": nothing yet), without waiting."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(200, socket.MSG_PEEK)
+    except BlockingIOError:
+        return b""

@@ -170,6 +170,20 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         + ',"k":4,"m":8},'
         + DEFAULTS,
     ),
+    (
+        'memoization "tree": its derived horizon (365 daily windows) and change cap (2) written',
+        {
+            "name": "tree-daily",
+            "oracle": "de",
+            "epsilon": 1.0,
+            "domain": ["no", "yes"],
+            "memoization": "tree",
+        },
+        '{"domain":["no","yes"],"epsilon":1,"horizon_windows":365,"lifetime_epsilon":null,'
+        # No derived params: the tree's bits are randomized response at epsilon itself.
+        '"max_changes":2,"memoization":"tree","name":"tree-daily","oracle":"de","params":{},'
+        + DEFAULTS,
+    ),
 ]
 
 

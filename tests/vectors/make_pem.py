@@ -332,15 +332,15 @@ def release_case(case: Case, last_step: dict[str, Any], n: int) -> dict[str, Any
     top = max(estimates)
     largest = min(size, top + z * math.sqrt(variance(min(1, max(0, top / size)))) + size / (m - 1))
     threshold = release_threshold(size, largest, variance(0), tail, k, m)
-    # The stderr's family term: the largest over candidates of sum_{w != v} c_w (c_w - 1) /
-    # (k (m - 1)), c_w the estimates rounded and clipped at 0; plus the group's sampling term.
+    # The stderr's family term of candidate v: sum_{w != v} c_w (c_w - 1) / (k (m - 1)), c_w
+    # the estimates rounded (half to even) and clipped at 0; plus the group's sampling term.
     pairs = [c * (c - 1) for c in (max(0, round(e)) for e in estimates)]
-    family = (sum(pairs) - min(pairs)) / (k * (m - 1))
     scale = n / size
     listed = []
-    for label, estimate in sorted(
-        zip(last_step["candidates"], estimates, strict=True), key=lambda x: -x[1]
+    for label, estimate, pair in sorted(
+        zip(last_step["candidates"], estimates, pairs, strict=True), key=lambda x: -x[1]
     ):
+        family = (sum(pairs) - pair) / (k * (m - 1))
         data = bytes(int(label[i : i + 8], 2) for i in range(0, len(label), 8)).rstrip(b"\0")
         if estimate <= threshold or not possible(label):
             continue

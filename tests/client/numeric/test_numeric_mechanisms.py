@@ -230,11 +230,11 @@ def test_the_scalar_rounding_is_the_vectorized_one() -> None:
 
 @pytest.mark.parametrize("name", ["duchi", "pm", "hm", "sw"])
 def test_the_scalar_csprng_path_draws_the_same_law(name: str) -> None:
-    # Reports of level 40 from perturb_level (the SDK's scalar path), counted in the audit
+    # Reports of level 40 from perturb_level_one (the SDK's scalar path), counted in the audit
     # events of the pair {40, 41}, against their exact probabilities: chi-square at 1e-4.
     mechanism = build(name, 2.0, resolution=64)
     draws = 4000
-    codes = np.array([mechanism.perturb_level(40)["y"] for _ in range(draws)])
+    codes = np.array([mechanism.perturb_level_one(40)["y"] for _ in range(draws)])
     events = mechanism.audit_events({"y": codes}, 40, 41)
     expected = mechanism.audit_probabilities(40, 41) * draws
     observed = np.bincount(events, minlength=expected.size)

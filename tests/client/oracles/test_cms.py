@@ -139,3 +139,22 @@ def test_vectors() -> None:
             oracle.decode([bad["report"]])
         assert caught.value.field == f"reports[0].{bad['field']}"
         assert bad["reason"] in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("k", "m", "n", "rows_used"),
+    [(4, 20, 0, 4), (4, 20, 1, 4), (8, 13, 2000, 3), (64, 1024, 3000, 64), (2, 2, 600, 2)],
+)
+def test_the_support_counts_each_row_s_set_bits(k: int, m: int, n: int, rows_used: int) -> None:
+    # Rows with one report, a few, and more than 255 (the byte counters' limit) in one batch.
+    oracle = CountMeanSketch(epsilon=1.0, domain_size=4, k=k, m=m)
+    rng = np.random.default_rng(n)
+    rows = rng.integers(0, rows_used, n).astype(np.uint16)
+    bits = rng.integers(0, 2, (n, m)).astype(bool)
+    packed = np.packbits(bits, axis=1)
+    expected = np.zeros((k, m), dtype=np.int64)
+    for row, report in zip(rows, bits, strict=True):
+        expected[row] += report
+    support = oracle.support({"j": rows, "bits": packed})
+    assert support.dtype == np.int64
+    assert support.tolist() == expected.reshape(-1).tolist()

@@ -1,0 +1,377 @@
+"""The hot paths of issue 31 beside their floors, in one run (benchmarks/README.md, "Hot paths"):
+
+- decode: `oracle.decode` of 1000 wire reports against a numpy floor over the same base64
+  texts (the field read from each report, one join, a table lookup, 4 characters to 3 bytes;
+  no validation), for every oracle whose report is a byte string, and the per-report path
+  alone (the decoder before issue 31);
+- sketch: `oracle.support` CPU per byte of packed report, CMS and HCMS against OUE;
+- device: one report of an open-domain string (cms, hcms, olh, pem) and OUE at d = 65,536,
+  `oracle.perturb*` alone and through `Reporter.report` (SQLite spool included).
+
+CPU time of this process (time.process_time), interleaved, median of 3 repetitions; compare
+the ratios of one run, not absolute times across runs (the machine is shared).
+
+    .venv/bin/python benchmarks/hot_paths.py [decode|sketch|device ...] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import redis
+from client_overhead import closed_port_url, per_call
+from numpy.typing import NDArray
+
+from ldptel.client import Reporter
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.configs import Known, store
+from ldptel.client.hashing import item_keys
+from ldptel.client.oracles import base, histogram, unary
+from ldptel.client.oracles.base import (
+    FrequencyOracle,
+    KeyedOracle,
+    base64_bytes,
+    sixbit_rows,
+)
+from ldptel.client.randomness import SecureRandom
+
+REPEATS = 3
+
+
+def cpu_seconds(fn: Callable[[], Any], loops: int) -> float:
+    start = time.process_time()
+    for _ in range(loops):
+        fn()
+    return (time.process_time() - start) / loops
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], loops: int) -> dict[str, float]:
+    """Median over REPEATS of each fn's CPU seconds per call, the fns taking turns."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(REPEATS):
+        for name, fn in fns.items():
+            samples[name].append(cpu_seconds(fn, loops))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# -- decode ------------------------------------------------------------------------------------
+
+
+def numpy_floor(reports: list[dict[str, Any]], field: str, width: int) -> NDArray[np.uint8]:
+    """The bytes of fixed-length base64 texts, unchecked: the same whole-batch passes as
+    `decode`'s (a join, one translate to six-bit values, 4 values to 3 bytes), no check."""
+    texts = [report[field] for report in reports]
+    grid = sixbit_rows(texts, len(texts[0]))
+    assert grid is not None
+    six = grid[:, :-1] & 63  # "=" to 0
+    return base64_bytes(six)[:, :width]
+
+
+def int_floor(reports: list[dict[str, Any]], field: str) -> NDArray[np.int64]:
+    return np.fromiter([report[field] for report in reports], dtype=np.int64, count=len(reports))
+
+
+DECODE_CASES = (
+    ("oue", 64, "bits"),
+    ("oue", 1024, "bits"),
+    ("sue", 1024, "bits"),
+    ("ss", 1024, "bits"),
+    ("rappor", 64, "bits"),
+    ("cms", 0, "bits"),
+    ("she", 64, "z"),
+    ("the", 64, "z"),
+)
+
+
+def build(oracle: str, d: int) -> FrequencyOracle:
+    if d == 0:  # an open-domain campaign
+        data: dict[str, Any] = {"name": "x", "oracle": oracle, "epsilon": 1.0, "max_length": 64}
+    else:
+        data = {"name": "x", "oracle": oracle, "epsilon": 1.0, "domain": [str(i) for i in range(d)]}
+    built = CampaignConfig.from_dict(data).build_oracle()
+    assert isinstance(built, FrequencyOracle)
+    return built
+
+
+def wire_reports(built: FrequencyOracle, n: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(1)
+    if isinstance(built, KeyedOracle) and not built.domain_size > 2:
+        batch = built.perturb_keys(item_keys(f"w{i}" for i in rng.integers(0, 99, n)), rng)
+    else:
+        batch = built.perturb_batch(rng.integers(0, built.domain_size, n), rng)
+    return [dict(report) for report in built.encode(batch)]
+
+
+def decode_row(oracle: str, d: int, field: str, n: int, loops: int) -> dict[str, Any]:
+    built = build(oracle, d)
+    reports = wire_reports(built, n)
+    decoded = built.decode(reports)
+    # The bytes the wire carries: packed bits, or little-endian int32 values ("z").
+    wire = np.ascontiguousarray(decoded[field], dtype="u1" if field == "bits" else "<i4")
+    expected = wire.view(np.uint8).reshape(n, -1)
+    width = expected.shape[1]
+    ints = [name for name in decoded if name != field]
+    assert np.array_equal(numpy_floor(reports, field, width), expected), oracle
+
+    def floor() -> None:
+        numpy_floor(reports, field, width)
+        for name in ints:
+            int_floor(reports, name)
+
+    def per_report() -> None:
+        with report_by_report():
+            built.decode(reports)
+
+    fns = {"decode": lambda: built.decode(reports), "floor": floor, "per_report": per_report}
+    cost = interleaved(fns, loops)
+    return {
+        "oracle": oracle,
+        "d": d or "open",
+        "chars": len(reports[0][field]),
+        "decode_us": cost["decode"] * 1e6,
+        "floor_us": cost["floor"] * 1e6,
+        "decode_vs_floor": cost["decode"] / cost["floor"],
+        "per_report_vs_floor": cost["per_report"] / cost["floor"],
+    }
+
+
+@contextlib.contextmanager
+def report_by_report() -> Iterator[None]:
+    """The per-report path alone (the decoder before issue 31): whole-batch paths off."""
+    saved = unary.decode_base64_column, histogram.decode_base64_column, base.int_column
+    unary.decode_base64_column = histogram.decode_base64_column = lambda *args: None
+    base.int_column = lambda *args: None
+    try:
+        yield
+    finally:
+        unary.decode_base64_column, histogram.decode_base64_column, base.int_column = saved
+
+
+def decode_rows(n: int = 1000, loops: int = 200) -> list[dict[str, Any]]:
+    return [decode_row(oracle, d, field, n, loops) for oracle, d, field in DECODE_CASES]
+
+
+# -- sketch counting ---------------------------------------------------------------------------
+
+
+def cms_support_before(built: Any, batch: dict[str, NDArray[Any]]) -> NDArray[np.int64]:
+    """CMS counting before issue 31 (for the comparison): sort each chunk, unpack, reduceat."""
+    rows = np.asarray(batch["j"], dtype=np.int64)
+    packed = np.asarray(batch["bits"], dtype=np.uint8)
+    support = np.zeros((built.k, built.m), dtype=np.int64)
+    step = max(1, (1 << 22) // built.m)
+    for start in range(0, rows.size, step):
+        order = np.argsort(rows[start : start + step], kind="stable")
+        sorted_rows = rows[start : start + step][order]
+        first = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+        bits = np.unpackbits(packed[start : start + step][order], axis=1, count=built.m)
+        support[sorted_rows[first]] += np.add.reduceat(bits, first, axis=0, dtype=np.int32)
+    return support.reshape(-1)
+
+
+def sketch_rows(sizes: tuple[int, ...] = (1000, 100_000)) -> list[dict[str, Any]]:
+    """Per byte of packed report, one support() call over n reports (the aggregator calls it
+    on chunks of CELL_BUDGET / support_work reports: 116,508 for CMS at its defaults)."""
+    rows = []
+    for n in sizes:
+        loops = max(1, 100_000 // n)
+        batches: dict[str, tuple[Callable[[], Any], int]] = {}
+        for built in (build("oue", 1024), build("cms", 0), build("hcms", 0)):
+            batch = built.unpack(built.pack(built.decode(wire_reports(built, n))), n)
+            size = len(built.pack(batch))
+            batches[built.name] = (functools.partial(built.support, batch), size)
+            if built.name == "cms":
+                before = functools.partial(cms_support_before, built, batch)
+                assert np.array_equal(before(), built.support(batch))
+                batches["cms (before)"] = (before, size)
+        cost = interleaved({name: fn for name, (fn, _) in batches.items()}, loops)
+        per_byte = {name: cost[name] / size for name, (_, size) in batches.items()}
+        rows.extend(
+            {
+                "oracle": name,
+                "n": n,
+                "bytes_per_report": size // n,
+                "reports_per_cpu_s": n / cost[name],
+                "ns_per_byte": per_byte[name] * 1e9,
+                "vs_oue_per_byte": per_byte[name] / per_byte["oue"],
+            }
+            for name, (_, size) in batches.items()
+        )
+    return rows
+
+
+# -- on the device -----------------------------------------------------------------------------
+
+
+def offline_reporter(state_dir: Path, data: dict[str, Any]) -> Reporter:
+    config = CampaignConfig.from_dict(
+        {**data, "reports_per_window": 1_000_000, "lifetime_epsilon": 1e9}
+    )
+    store(state_dir, config.name, Known("active", config, time.time()))
+    reporter = Reporter(
+        closed_port_url(),
+        "bench-token",
+        state_dir=state_dir,
+        batch_size=5000,
+        max_batch_age=3600.0,
+        max_spool_rows=10_000_000,
+        max_spool_bytes=1 << 34,
+        strict=True,
+    )
+    reporter.privacy_spent(config.name)
+    return reporter
+
+
+def device_rows(calls: int = 2000) -> list[dict[str, Any]]:
+    cases: list[tuple[str, dict[str, Any]]] = [
+        (oracle, {"name": oracle, "oracle": oracle, "epsilon": 1.0, "max_length": 64})
+        for oracle in ("cms", "hcms", "olh", "pem")
+    ]
+    cases.append(
+        (
+            "oue",
+            {
+                "name": "oue",
+                "oracle": "oue",
+                "epsilon": 1.0,
+                "domain": [f"v{i}" for i in range(65536)],
+            },
+        )
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        return [device_row(Path(tmp) / name, data, calls) for name, data in cases]
+
+
+def device_row(state_dir: Path, data: dict[str, Any], calls: int) -> dict[str, Any]:
+    config = CampaignConfig.from_dict(data)
+    built, rng = config.build_mechanism(), SecureRandom()
+    if config.open_domain:
+        values = [f"word {i}" for i in range(calls)]
+        draw = built.perturb if config.discovers else built.perturb_string  # type: ignore[union-attr]
+
+        def perturb(i: int) -> object:
+            return draw(values[i], rng)
+    else:
+        values = list(data["domain"][:calls])
+
+        def perturb(i: int) -> object:
+            return built.perturb(i, rng)
+
+    reporter = offline_reporter(state_dir, data)
+
+    def report(i: int) -> None:
+        reporter.report(config.name, values[i])
+
+    alone, whole = [], []
+    for _ in range(REPEATS):
+        alone.append(per_call(perturb, calls)["cpu_median_us"])
+        whole.append(per_call(report, calls)["cpu_median_us"])
+    reporter.close(timeout=0)
+    return {
+        "oracle": config.oracle,
+        "d": "open" if config.open_domain else config.domain_size,
+        "perturb_cpu_us": statistics.median(alone),
+        "report_cpu_us": statistics.median(whole),
+    }
+
+
+# -- the aggregator's pass over idle campaigns ----------------------------------------------
+
+
+def idle_rows(counts: tuple[int, ...] = (1, 101), passes: int = 5) -> list[dict[str, Any]]:
+    """CPU of a pass that finds nothing to do: K campaigns (DE, d = 64, one shard), each with
+    one 1000-report entry already counted and its window reported. Worker CPU
+    (time.process_time) and redis-server's (INFO cpu), and the pass's wall time; per idle
+    campaign = the difference between K = 101 and K = 1, over 100."""
+    from aggregate import fill, redis_cpu_seconds, register
+
+    from ldptel.aggregator.worker import Worker
+    from ldptel.store.redis_server import RedisServer
+
+    samples: dict[int, list[tuple[float, float, float]]] = {k: [] for k in counts}
+    with contextlib.ExitStack() as stack:
+        clients = {}
+        for k in counts:  # a redis-server each (interleaved passes, no shared keyspace)
+            server = stack.enter_context(RedisServer(appendonly=False))
+            client = redis.Redis.from_url(server.url)
+            for i in range(k):
+                config = CampaignConfig.from_dict(
+                    {"name": f"idle-{i}", "oracle": "de", "epsilon": 1.0,
+                     "domain": [f"v{j}" for j in range(64)]}
+                )  # fmt: skip
+                register(client, config)
+                fill(client, config, 1000)
+            Worker(client).run_pass()
+            clients[k] = client
+        for _ in range(REPEATS):
+            for k, client in clients.items():
+                worker = Worker(client)
+                worker.run_pass()  # the registry's caches warm, as in a running worker
+                redis_cpu, cpu = redis_cpu_seconds(client), time.process_time()
+                wall = time.perf_counter()
+                for _ in range(passes):
+                    stats = worker.run_pass()
+                    assert stats.entries == 0 and stats.reports_built == 0, stats
+                wall = (time.perf_counter() - wall) / passes
+                cpu = (time.process_time() - cpu) / passes
+                samples[k].append((cpu, (redis_cpu_seconds(client) - redis_cpu) / passes, wall))
+    medians = {k: [statistics.median(v[i] for v in samples[k]) for i in range(3)] for k in counts}
+    low, high = counts
+    rows = [
+        {"campaigns": k, "worker_cpu_ms": m[0] * 1e3, "redis_cpu_ms": m[1] * 1e3,
+         "wall_ms": m[2] * 1e3}
+        for k, m in medians.items()
+    ]  # fmt: skip
+    per = [(medians[high][i] - medians[low][i]) / (high - low) * 1e3 for i in range(3)]
+    rows.append(
+        {"campaigns": "per idle campaign", "worker_cpu_ms": per[0], "redis_cpu_ms": per[1],
+         "wall_ms": per[2]}
+    )  # fmt: skip
+    return rows
+
+
+SECTIONS = {
+    "decode": decode_rows,
+    "sketch": sketch_rows,
+    "device": device_rows,
+    "idle": idle_rows,
+}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [f"{v:,.2f}" if isinstance(v, float) else str(v) for v in row.values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sections", nargs="*", choices=[[], *SECTIONS], default=list(SECTIONS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    load = os.getloadavg()
+    results = {name: SECTIONS[name]() for name in args.sections or SECTIONS}
+    if args.json:
+        print(json.dumps({"load_average": load, **results}, indent=2))
+        return
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+    for name, rows in results.items():
+        print(f"\n{name}\n{table(rows)}")
+
+
+if __name__ == "__main__":
+    main()
