@@ -107,15 +107,20 @@ def numeric_rows(report: Report) -> list[list[object]]:
     return rows
 
 
-def render_csv(document: WindowDocument) -> str:
-    """Every item of every report of the window, largest estimate first within a report
-    (a numeric campaign's window: every report's mean and buckets)."""
-    reports = document["reports"]
-    if any("numeric" in report for report in reports):
-        return write_csv(NUMERIC_CSV_COLUMNS, [r for rep in reports for r in numeric_rows(rep)])
-    rows = (
+def table_rows(document: WindowDocument) -> tuple[tuple[str, ...], list[list[object]]]:
+    """The header and rows of a window: every item of every report, largest estimate first
+    within a report (a numeric campaign's window: every report's mean and buckets). The CSV
+    and the Parquet file (parquet_export.py) are both written from these."""
+    if any("numeric" in report for report in document["reports"]):
+        return NUMERIC_CSV_COLUMNS, [row for r in document["reports"] for row in numeric_rows(r)]
+    rows = [
         csv_row(report, item)
-        for report in reports
+        for report in document["reports"]
         for item in sorted(report["items"], key=lambda i: -i["estimate"])
-    )
-    return write_csv(CSV_COLUMNS, rows)
+    ]
+    return CSV_COLUMNS, rows
+
+
+def render_csv(document: WindowDocument) -> str:
+    """The window's rows (table_rows) as CSV text."""
+    return write_csv(*table_rows(document))

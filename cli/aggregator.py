@@ -5,6 +5,7 @@ prune`: delete the window state of old, reported windows (aggregator/retention.p
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -18,7 +19,7 @@ from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
     from ldptel.aggregator.reports import ReportOptions
-    from ldptel.aggregator.worker import Worker
+    from ldptel.aggregator.worker import PassStats, Worker
 
 __all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -110,6 +111,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="address of the health server (default 127.0.0.1; 0.0.0.0 in a container)",
     )
     run_parser.add_argument("--quiet", action="store_true", help="log warnings only")
+    run_parser.add_argument(
+        "--json", action="store_true", help="with --once: print the pass's totals as JSON"
+    )
     add_report_arguments(run_parser)
     prune_parser = sub.add_parser(
         "prune",
@@ -125,7 +129,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     prune_parser.add_argument(
         "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
     )
-    prune_parser.add_argument("--json", action="store_true", help="one JSON object per state")
+    prune_parser.add_argument(
+        "--json", action="store_true", help="print one JSON document: totals and every state"
+    )
     add_redis_argument(prune_parser)
 
 
@@ -158,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("lease_ms", "must be >= 2000 (a step must finish within the lease)")
     if not 0 <= args.health_port < 65536:
         raise ParameterError("health_port", "must be a port number (0 = off)")
+    if args.json and not args.once:
+        raise ParameterError("json", "only with --once (a service logs JSON instead)")
     every = None if args.once else parse_duration(args.every)
     logs.configure("WARNING" if args.quiet else None)
     client = redis_client(args.redis_url)
@@ -171,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
     with graceful_stop(worker.stop):
         if every is None:
             stats = worker.run_pass()
+            if args.json:
+                print(json.dumps(pass_totals(stats)))
+                return 0
             print(
                 f"aggregated {stats.reports:,} reports ({stats.entries:,} entries, "
                 f"{stats.quarantined:,} quarantined) from {stats.shards} shards; "
@@ -181,6 +192,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             worker.run_forever(every)
     return 0
+
+
+def pass_totals(stats: PassStats) -> dict[str, int]:
+    """A pass's totals, for `run --once --json`."""
+    names = ("reports", "entries", "quarantined", "shards", "skipped_shards", "reports_built")
+    return {name: getattr(stats, name) for name in names}
 
 
 def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
@@ -200,7 +217,6 @@ def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    import json
     import time
 
     from ldptel.aggregator.retention import prune
@@ -213,19 +229,21 @@ def run_prune(args: argparse.Namespace) -> int:
     if registry.current_config(args.campaign) is None:
         raise ParameterError("campaign", f"unknown campaign {args.campaign!r}")
     outcomes = prune(client, registry, args.campaign, before, time.time(), args.dry_run)
+    deleted = sum(outcome.deleted for outcome in outcomes)
+    if args.json:
+        states = [{
+            "shard": outcome.shard, "window": iso(outcome.state.window),
+            "window_unix": outcome.state.window, "config_id": outcome.state.config_id,
+            "level": outcome.state.level, "deleted": outcome.deleted, "reason": outcome.reason,
+        } for outcome in outcomes]  # fmt: skip
+        print(json.dumps({
+            "campaign": args.campaign, "before": iso(before), "dry_run": args.dry_run,
+            "deleted": deleted, "states": states,
+        }))  # fmt: skip
+        return 0
     for outcome in outcomes:
-        state = outcome.state
-        if args.json:
-            print(json.dumps({
-                "shard": outcome.shard, "window": iso(state.window), "window_unix": state.window,
-                "config_id": state.config_id, "level": state.level,
-                "deleted": outcome.deleted, "reason": outcome.reason,
-            }))  # fmt: skip
-        else:
-            level = f" level {state.level}" if state.level else ""
-            print(f"{iso(state.window)} shard {outcome.shard}{level}: {outcome.reason}")
-    if not args.json:
-        deleted = sum(outcome.deleted for outcome in outcomes)
-        verb = "would delete" if args.dry_run else "deleted"
-        print(f"{verb} {deleted} of {len(outcomes)} window states before {iso(before)}")
+        level = f" level {outcome.state.level}" if outcome.state.level else ""
+        print(f"{iso(outcome.state.window)} shard {outcome.shard}{level}: {outcome.reason}")
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{verb} {deleted} of {len(outcomes)} window states before {iso(before)}")
     return 0

@@ -9,6 +9,8 @@
     ldptel collector campaign list
     ldptel collector campaign retire NAME
 
+Each token and campaign command takes `--json` (campaign create always prints JSON).
+
 Every setting of `serve` also comes from the environment (`LDPTEL_<SETTING>`; a flag wins;
 docs/operations.md); the admin and analyst tokens only from `LDPTEL_ADMIN_TOKEN[_FILE]` and
 `LDPTEL_ANALYST_TOKEN[_FILE]`, never from a flag (`ps` shows flags). Token and campaign
@@ -23,8 +25,12 @@ import logging
 import os
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
+
+if TYPE_CHECKING:
+    from ldptel.store.registry import Registry
 
 log = logging.getLogger("ldptel.collector")
 #: The admin token `serve` generates when none is given: written to this file in the data
@@ -71,7 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate-limit",
         type=int,
         metavar="N",
-        help="requests per second per ingest token (0 = unlimited; $LDPTEL_RATE_LIMIT, else 1000)",
+        help="requests per ingest token and campaign per $LDPTEL_RATE_LIMIT_SECONDS (default 1 s) "
+        "window (0 = unlimited; $LDPTEL_RATE_LIMIT, else 1000)",
     )
     serve.add_argument(
         "--data-dir",
@@ -101,6 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     for command in (create, listing, revoke, make, campaigns, retire):
         add_redis_argument(command)
+        command.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -161,13 +169,18 @@ def _token(args: argparse.Namespace) -> int:
     client = redis_client(args.redis_url)
     if args.token_action == "create":
         try:
-            print(create_token(client, args.app))
+            token = create_token(client, args.app)
         except ApiError as error:
             raise CliError(f"{error.field}: {error.reason}") from error
+        created = {"app": args.app, "id": token_hash(token)[:12], "token": token}
+        print(json.dumps(created) if args.json else token)
         return 0
     if args.token_action == "list":
-        for record in list_tokens(client):
-            print(f"{record.id}  {record.app}")
+        records = list_tokens(client)
+        if args.json:
+            print(json.dumps({"tokens": [{"id": r.id, "app": r.app} for r in records]}))
+        else:
+            print("".join(f"{record.id}  {record.app}\n" for record in records), end="")
         return 0
     if args.token:
         digests = [token_hash(args.token)]
@@ -177,11 +190,41 @@ def _token(args: argparse.Namespace) -> int:
         digests = [t.sha256 for t in list_tokens(client) if t.sha256.startswith(args.id.lower())]
         if len(digests) > 1:
             raise CliError(f"token id {args.id!r} is ambiguous: give more of it")
-    revoked = sum(revoke_digest(client, digest) for digest in digests)
+    revoked = [digest[:12] for digest in digests if revoke_digest(client, digest)]
     if not revoked:
         raise CliError("no such token")
-    print(f"revoked {revoked} token{'s' if revoked > 1 else ''}")
+    if args.json:
+        print(json.dumps({"revoked": revoked}))
+    else:
+        print(f"revoked {len(revoked)} token{'s' if len(revoked) > 1 else ''}")
     return 0
+
+
+#: What a campaign's values are, as `campaign list` shows them: an open domain's longest
+#: string, a numeric range, or a categorical domain's size.
+VALUE_KEYS = ("max_length", "range", "d")
+
+
+def _campaign_rows(registry: Registry) -> list[dict[str, Any]]:
+    """Every campaign with a current config: its state, oracle, epsilon, values, config id."""
+    rows = []
+    for name in registry.names():
+        campaign = registry.campaign(name, fresh=True)
+        config = registry.current_config(name)
+        if campaign is None or config is None:
+            continue
+        if config.open_domain:
+            values: dict[str, Any] = {"max_length": config.max_length}
+        elif config.range is not None:
+            values = {"range": list(config.range)}
+        else:
+            values = {"d": config.domain_size}
+        state = "retired" if campaign.retired else "active"
+        rows.append({
+            "name": name, "state": state, "oracle": config.oracle, "epsilon": config.epsilon,
+            **values, "config_id": campaign.config_id,
+        })  # fmt: skip
+    return rows
 
 
 def _campaign(args: argparse.Namespace) -> int:
@@ -191,24 +234,23 @@ def _campaign(args: argparse.Namespace) -> int:
 
     registry = Registry(redis_client(args.redis_url))
     if args.campaign_action == "list":
-        for name in registry.names():
-            campaign = registry.campaign(name, fresh=True)
-            config = registry.current_config(name)
-            if campaign is not None and config is not None:
-                state = "retired" if campaign.retired else "active"
-                if config.open_domain:
-                    values = f"max_length={config.max_length}"
-                elif config.range is not None:
-                    values = f"range={list(config.range)}"
-                else:
-                    values = f"d={config.domain_size}"
-                print(f"{name}  {state}  {config.oracle}  epsilon={config.epsilon:g}  "
-                      f"{values}  config_id={campaign.config_id}")  # fmt: skip
+        rows = _campaign_rows(registry)
+        if args.json:
+            print(json.dumps({"campaigns": rows}))
+            return 0
+        for row in rows:
+            values = "  ".join(f"{key}={row[key]}" for key in VALUE_KEYS if key in row)
+            print(f"{row['name']}  {row['state']}  {row['oracle']}  epsilon={row['epsilon']:g}  "
+                  f"{values}  config_id={row['config_id']}")  # fmt: skip
         return 0
     if args.campaign_action == "retire":
         if not registry.retire(args.name):
             raise CliError(f"unknown campaign {args.name!r}")
-        print(f"retired {args.name}")
+        print(
+            json.dumps({"name": args.name, "retired": True})
+            if args.json
+            else f"retired {args.name}"
+        )
         return 0
     try:
         data = json.loads(args.file.read_text())

@@ -1,9 +1,11 @@
 """`ldptel report CAMPAIGN`: a window's estimates, built from the current window state, as a
-table for people, JSON for machines, CSV for spreadsheets, or a self-contained HTML page."""
+table for people, JSON for machines, CSV for spreadsheets, Parquet for dataframes, or a
+self-contained HTML page."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from ldptel.aggregator.model import WindowDocument
     from ldptel.aggregator.reports import Candidates
     from ldptel.store.connection import RedisClient
+    from ldptel.store.registry import Registry
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,12 +49,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_redis_argument(parser)
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print the window document as JSON")
+    output.add_argument(
+        "--json",
+        action="store_true",
+        help="print the window document (with --list: the windows) as JSON",
+    )
     output.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     output.add_argument(
         "--csv",
         metavar="FILE",
         help="write every item's counts and proportions as CSV ('-' for stdout)",
+    )
+    output.add_argument(
+        "--parquet",
+        metavar="FILE",
+        help="write the CSV's rows as a typed Parquet file (needs pyarrow: the [parquet] extra)",
     )
     add_report_arguments(parser)
 
@@ -63,6 +75,18 @@ def write_output(path: Path, text: str, option: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise ParameterError(option, f"cannot write {path}: {error.strerror}") from None
+
+
+def parquet_output(document: WindowDocument, path: Path) -> int:
+    """Write the Parquet file; no pyarrow or an unwritable path is a one-line error."""
+    from ldptel.aggregator.parquet_export import ParquetUnavailableError, write_parquet
+
+    try:
+        return write_parquet(document, path)
+    except ParquetUnavailableError as error:
+        raise ParameterError("parquet", str(error)) from None
+    except OSError as error:
+        raise ParameterError("parquet", f"cannot write {path}: {error.strerror}") from None
 
 
 def read_text(path: str, field: str) -> str:
@@ -121,12 +145,15 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("campaign", f"unknown campaign {args.campaign!r}")
     windows = list_windows(client, registry, args.campaign)
     if args.list:
-        for window in windows:
-            print(f"{window}  {iso(window)}")
+        if args.json:
+            listed = [{"start": iso(window), "start_unix": window} for window in windows]
+            print(json.dumps({"campaign": args.campaign, "windows": listed}))
+        else:
+            print("".join(f"{window}  {iso(window)}\n" for window in windows), end="")
         return 0
     if args.window == "latest":
         if not windows:
-            raise ParameterError("window", f"campaign {args.campaign!r} has no data yet")
+            raise ParameterError("window", no_windows(client, registry, args.campaign))
         window = windows[-1]
     else:
         window = config.window_of(parse_window(args.window))
@@ -150,9 +177,27 @@ def run(args: argparse.Namespace) -> int:
     elif args.csv:
         write_output(Path(args.csv), render_csv(document), "csv")
         print(f"wrote {args.csv}")
+    elif args.parquet:
+        rows = parquet_output(document, Path(args.parquet))
+        print(f"wrote {args.parquet} ({rows:,} rows)")
     else:
         print(format_window(document))
     return 0
+
+
+def no_windows(client: RedisClient, registry: Registry, name: str) -> str:
+    """Why a campaign has no window to report: nothing accepted yet, or accepted reports the
+    aggregator has not counted (they wait in the campaign's streams)."""
+    from ldptel.store import keys
+
+    shards = range(registry.shard_count(name))
+    waiting = sum(client.xlen(keys.stream(name, shard)) for shard in shards)
+    if waiting:
+        return (
+            f"campaign {name!r} has accepted reports ({waiting:,} stream entries) not yet "
+            "aggregated: run `ldptel aggregator run --once`"
+        )
+    return f"campaign {name!r} has no data yet"
 
 
 def pruned_window(

@@ -391,6 +391,8 @@ def _level_config(args: argparse.Namespace, levels: dict[str, float]) -> Campaig
     # Sample is not a campaign strategy: its config is threshold's (same t, validated the
     # same way) with the strategy swapped in.
     sample = args.level_strategy == SAMPLE
+    if sample and threshold is None:
+        raise ParameterError("level_threshold", "is required by level_strategy sample")
     config = CampaignConfig.from_dict(
         {
             "name": "simulation",

@@ -155,6 +155,11 @@ def controls(selection: Selection, levels: Sequence[str], windows: Sequence[int]
     return "".join(parts)
 
 
+def scrolling(html: str) -> str:
+    """A chart (or table) that scrolls sideways in its own box when wider than a phone."""
+    return f'<div class="scroll">{html}</div>'
+
+
 def window_section(report: Report | None, latest: bool) -> str:
     """The shown window (by default the latest, today's chart) as the aggregator's bar chart
     of its report."""
@@ -165,9 +170,11 @@ def window_section(report: Report | None, latest: bool) -> str:
     if report["status"] == NOT_ENOUGH:
         return head + f'<p class="status">{escape(report["message"])}</p>'
     if (numeric := report.get("numeric")) is not None:  # the mean, and the distribution
-        return head + summary_html(report) + numeric_html(report, numeric)
+        return head + summary_html(report) + scrolling(numeric_html(report, numeric))
     if (discovery := report.get("discovery")) is not None:  # the strings listed
-        chart = chart_svg(report["items"], report["confidence"]) if report["items"] else ""
+        chart = (
+            scrolling(chart_svg(report["items"], report["confidence"])) if report["items"] else ""
+        )
         return (
             head
             + summary_html(report)
@@ -179,7 +186,7 @@ def window_section(report: Report | None, latest: bool) -> str:
     return (
         head
         + summary_html(report)
-        + chart_svg(report["items"], report["confidence"])
+        + scrolling(chart_svg(report["items"], report["confidence"]))
         + f'<p class="note">Bars: the largest unbiased estimates; whiskers: '
         f"{report['confidence']:.0%} confidence intervals. Solid bars are significantly above "
         f"zero (fewer than {significance['expected_false_flags']:g} items expected to be "
@@ -328,7 +335,15 @@ def download_links(base: str, query: str, what: str) -> str:
 
 
 def privacy_section(report: Report | None) -> str:
+    """The report's privacy statement: its first sentence (the local epsilon) always shown,
+    the rest a click away, so that on a phone the first screen also holds the data."""
     if report is None:
         return ""
-    sentences = "".join(f"<p>{escape(s)}</p>" for s in privacy_sentences(report))
-    return f'<div class="privacy">{sentences}</div>'
+    first, *rest = privacy_sentences(report)
+    if not rest:
+        return f'<div class="privacy"><p>{escape(first)}</p></div>'
+    more = "".join(f"<p>{escape(s)}</p>" for s in rest)
+    return (
+        f'<div class="privacy"><p>{escape(first)}</p><details><summary>the full privacy '
+        f"statement ({len(rest)} more)</summary>{more}</details></div>"
+    )

@@ -46,6 +46,21 @@ class Served:
         return client
 
 
+def app_loaded(tmpdir: Path, pid: int) -> bool:
+    """Whether worker `pid` of a collector started with TMPDIR=`tmpdir` has loaded the app:
+    its prometheus_client files exist (made when the app's metrics module is imported). A
+    collector's own TMPDIR, not /tmp: a metrics directory left by one killed earlier could
+    hold the file of a recycled pid, which made a loaded worker of this one."""
+    return any(tmpdir.glob(f"ldptel-metrics-*/counter_{pid}.db"))
+
+
+def private_tmpdir(directory: Path) -> dict[str, str]:
+    """The environment giving a collector its own TMPDIR under `directory` (see app_loaded)."""
+    tmpdir = directory / "tmp"
+    tmpdir.mkdir(exist_ok=True)
+    return {"TMPDIR": str(tmpdir)}
+
+
 @contextmanager
 def served(
     redis_url: str,

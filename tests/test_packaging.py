@@ -12,6 +12,7 @@ that a `.pth` line adds), and the test checks that every ldptel module comes fro
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -131,6 +132,19 @@ def test_the_wheel_installs_alone_and_every_module_imports_from_it(tmp_path: Pat
     assert "collector" in usage
     version = run(venv / "bin" / "ldptel", "--version", cwd=work).stdout
     assert version.strip() == "ldptel 0.1.0"
+
+
+@pytest.mark.slow
+def test_the_readmes_wheel_command_builds_the_wheel(tmp_path: Path) -> None:
+    # The README's one-line build, as written, on a copy of the sources (no build/ left here).
+    readme = (REPO / "README.md").read_text()
+    [command] = re.findall(r"^(\.venv/bin/python -m pip wheel [^#\n]*?)\s*#", readme, re.M)
+    copy_sources(tmp_path)
+    (tmp_path / ".venv").symlink_to(Path(sys.executable).parents[1])
+    subprocess.run(["bash", "-euc", command], cwd=tmp_path, check=True, timeout=240)
+    assert [wheel.name for wheel in (tmp_path / "dist").glob("*.whl")] == [
+        "ldptel-0.1.0-py3-none-any.whl"
+    ]
 
 
 def test_every_source_folder_is_a_listed_package() -> None:

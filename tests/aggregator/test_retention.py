@@ -120,16 +120,19 @@ def test_a_prune_committing_during_a_step_makes_the_step_apply_nothing(
     assert (done.reports, done.quarantined) == (0, 1)
 
 
-def test_the_command_prints_one_json_object_per_state(
+def test_the_command_prints_one_json_document_even_with_nothing_to_prune(
     redis_client: Any, redis_url: str, config: Any, capsys: Any
 ) -> None:
     command = ["aggregator", "prune", "screens", "--before", "2023-11-16", "--redis-url", redis_url]
     assert main([*command, "--json"]) == 0
-    (line,) = capsys.readouterr().out.splitlines()
-    assert json.loads(line) == {
+    state = {
         "shard": 0, "window": "2023-11-15T00:00:00Z", "window_unix": OLD,
         "config_id": config.config_id, "level": "", "deleted": True, "reason": "deleted",
     }  # fmt: skip
+    head = {"campaign": "screens", "before": "2023-11-16T00:00:00Z", "dry_run": False}
+    assert json.loads(capsys.readouterr().out) == {**head, "deleted": 1, "states": [state]}
+    assert main([*command, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {**head, "deleted": 0, "states": []}
     assert main(command) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         "deleted 0 of 0 window states before 2023-11-16T00:00:00Z"

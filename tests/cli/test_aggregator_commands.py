@@ -61,6 +61,25 @@ def test_aggregator_run_once_then_report_as_table_json_and_html(
 
     assert main(["report", campaign.name, "--list", "--redis-url", redis_url]) == 0
     assert capsys.readouterr().out.startswith(f"{WINDOW}  2023-11-15T00:00:00Z")
+    assert main(["report", campaign.name, "--list", "--json", "--redis-url", redis_url]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "campaign": campaign.name,
+        "windows": [{"start": "2023-11-15T00:00:00Z", "start_unix": WINDOW}],
+    }
+
+
+def test_a_campaign_with_reports_waiting_says_to_run_the_aggregator(
+    campaign: Any, redis_url: str, capsys: Any
+) -> None:
+    assert main(["report", campaign.name, "--redis-url", redis_url]) == 2
+    assert capsys.readouterr().err.endswith(
+        "not yet aggregated: run `ldptel aggregator run --once`\n"
+    )
+    run = ["aggregator", "run", "--once", "--quiet", "--json", "--redis-url", redis_url]
+    assert main(run) == 0
+    totals = json.loads(capsys.readouterr().out)
+    assert (totals["reports"], totals["quarantined"], totals["reports_built"]) == (3000, 0, 1)
+    assert main(["report", campaign.name, "--redis-url", redis_url]) == 0
 
 
 def test_the_csv_report_holds_the_json_reports_numbers_and_their_proportions(
@@ -102,6 +121,32 @@ def test_the_csv_report_holds_the_json_reports_numbers_and_their_proportions(
     assert sum(float(row["proportion"]) for row in rows) == pytest.approx(
         sum(item["estimate"] for item in expected["items"]) / n
     )
+
+
+def test_the_parquet_report_holds_the_csv_reports_rows_typed(
+    campaign: Any, redis_url: str, capsys: Any, tmp_path: Path
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")  # the test extra installs it
+    report = ["report", campaign.name, "--redis-url", redis_url]
+    assert main(["aggregator", "run", "--once", "--quiet", "--redis-url", redis_url]) == 0
+    capsys.readouterr()
+    assert main([*report, "--csv", "-"]) == 0
+    csv_rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    written = tmp_path / "r.parquet"
+    assert main([*report, "--parquet", str(written)]) == 0
+    assert capsys.readouterr().out == f"wrote {written} ({len(csv_rows):,} rows)\n"
+
+    table = pq.read_table(written)
+    assert table.column_names == list(csv_rows[0])
+    assert table.num_rows == len(csv_rows) == 8  # items 0..7, each once
+    assert str(table.schema.field("estimate").type) == "double"
+    assert str(table.schema.field("significant").type) == "bool"
+    # cell by cell, for every report kind: tests/aggregator/test_parquet_export.py
+    assert table.column("item").to_pylist() == [row["item"] for row in csv_rows]
+    assert table.column("estimate").to_pylist() == [float(row["estimate"]) for row in csv_rows]
+
+    assert main([*report, "--parquet", "/nonexistent/dir/r.parquet"]) == 2
+    assert capsys.readouterr().err.startswith("ldptel report: error: parquet: cannot write ")
 
 
 def test_report_errors_are_one_line(redis_client: Any, redis_url: str, capsys: Any) -> None:

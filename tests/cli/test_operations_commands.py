@@ -65,6 +65,15 @@ def test_commands_find_the_private_redis_through_the_data_directory(
     colors, latency = capsys.readouterr().out.splitlines()[-2:]
     assert colors.startswith("colors  active  de  epsilon=1  d=8  config_id=")
     assert latency.startswith("latency  active  sw  epsilon=1  range=[0.0, 2000.0]  config_id=")
+    config_id = colors.rsplit("=", 1)[1]
+
+    assert main(["collector", "campaign", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["campaigns"]
+    assert listed[0] == {"name": "colors", "state": "active", "oracle": "de", "epsilon": 1.0,
+                         "d": 8, "config_id": config_id}  # fmt: skip
+    assert listed[1]["range"] == [0.0, 2000.0]
+    assert main(["collector", "campaign", "retire", "latency", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"name": "latency", "retired": True}
 
 
 def test_tokens_are_listed_and_revoked_by_id_or_app(
@@ -89,6 +98,22 @@ def test_tokens_are_listed_and_revoked_by_id_or_app(
     assert main(["collector", "token", "list", *redis]) == 0
     assert capsys.readouterr().out == ""
     assert main(["collector", "token", "revoke", "--app", "shop", *redis]) == 2
+    capsys.readouterr()
+
+
+def test_token_commands_print_json_for_machines(redis_url: str, capsys: Any) -> None:
+    redis = ["--redis-url", redis_url, "--json"]
+    assert main(["collector", "token", "list", *redis]) == 0
+    assert json.loads(capsys.readouterr().out) == {"tokens": []}
+    assert main(["collector", "token", "create", "shop", *redis]) == 0
+    created = json.loads(capsys.readouterr().out)
+    assert created["app"] == "shop" and created["token"].startswith("ldp_")
+    assert main(["collector", "token", "list", *redis]) == 0
+    listing = capsys.readouterr().out
+    assert json.loads(listing) == {"tokens": [{"id": created["id"], "app": "shop"}]}
+    assert created["token"] not in listing
+    assert main(["collector", "token", "revoke", created["token"], *redis]) == 0
+    assert json.loads(capsys.readouterr().out) == {"revoked": [created["id"]]}
 
 
 # Runs `ldptel ARGS` with the extras' packages made unimportable, as on `pip install ldptel`.

@@ -117,3 +117,10 @@ def test_the_planner_gives_users_needed_per_strategy() -> None:
 def test_bad_level_options_are_one_line_naming_the_field(args: tuple[str, ...], field: str) -> None:
     result = ldptel("simulate", "--oracle", "de", "--domain-size", "4", *args)
     one_line_error(result, "simulate", field)
+
+
+def test_sample_without_a_threshold_names_sample() -> None:
+    args = ("--levels", MIX, "--level-strategy", "sample", "--n", "100")
+    result = ldptel("simulate", "--oracle", "de", "--domain-size", "4", *args)
+    one_line_error(result, "simulate", "level_threshold")
+    assert "is required by level_strategy sample" in result.stderr

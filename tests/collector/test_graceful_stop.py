@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -28,7 +27,7 @@ from typing import Any
 
 import pytest
 from collector_api import DOMAIN, wait_until_up
-from served_collector import unread_by_server
+from served_collector import app_loaded, private_tmpdir, unread_by_server
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.collector.auth import create_token
@@ -108,14 +107,10 @@ class Sender(threading.Thread):
             sock.close()
 
 
-def workers_loaded(master: int, workers: int) -> bool:
-    """Whether the gunicorn master has `workers` children and each has loaded the app (its
-    prometheus_client files exist: they are made when the app's metrics module is imported)."""
+def workers_loaded(master: int, workers: int, tmpdir: Path) -> bool:
+    """Whether the gunicorn master has `workers` children and each has loaded the app."""
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    metrics = Path(tempfile.gettempdir())
-    return len(children) == workers and all(
-        any(metrics.glob(f"ldptel-metrics-*/counter_{pid}.db")) for pid in children
-    )
+    return len(children) == workers and all(app_loaded(tmpdir, int(pid)) for pid in children)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -135,7 +130,8 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
     config_id, _ = Registry(redis_client).create(config)
     token = create_token(redis_client, "myapp")
     port = free_port()
-    env = {**os.environ, "LDPTEL_ADMIN_TOKEN": "stop-admin-token-1234567"}
+    env = {**os.environ, "LDPTEL_ADMIN_TOKEN": "stop-admin-token-1234567",
+           **private_tmpdir(tmp_path)}  # fmt: skip
     # The logs go to a file: an undrained pipe would fill up and block the workers.
     log = (tmp_path / "collector.log").open("wb")
     process = subprocess.Popen(
@@ -148,7 +144,8 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
     try:
         wait_until_up(f"http://127.0.0.1:{port}", process)
         # Both workers, not only the first to answer: one still booting at SIGTERM fails.
-        wait_for(lambda: workers_loaded(process.pid, 2), "both workers loaded the app")
+        loaded = lambda: workers_loaded(process.pid, 2, tmp_path / "tmp")  # noqa: E731
+        wait_for(loaded, "both workers loaded the app")
         for sender in senders:
             sender.start()
         # A large batch whose body is only half sent when SIGTERM arrives: the server is

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 from collector_api import wait_until_up
+from served_collector import app_loaded, private_tmpdir
 
 from ldptel.store.redis_server import free_port
 
@@ -35,12 +35,6 @@ def worker_pids(arbiter: int) -> set[int]:
     return pids
 
 
-def app_loaded(pid: int) -> bool:
-    """Whether a worker has loaded the app: its prometheus_client files exist (made when the
-    app's metrics module is imported)."""
-    return any(Path(tempfile.gettempdir()).glob(f"ldptel-metrics-*/counter_{pid}.db"))
-
-
 def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -52,6 +46,7 @@ def serve_two_workers(directory: Path, port: int) -> subprocess.Popen[bytes]:
     """`ldptel collector serve` with two workers in `directory` (its stderr piped: the log)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LDPTEL_")}
     env["LDPTEL_ADMIN_TOKEN"] = "workers-admin-token-123456"
+    env.update(private_tmpdir(directory))
     return subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
          "--workers", "2"],
@@ -72,7 +67,7 @@ def test_a_worker_leaving_leaves_the_collector_and_its_redis_running(tmp_path: P
         wait_for(lambda: first not in worker_pids(process.pid)
                  and len(worker_pids(process.pid)) == 2)  # fmt: skip
         replaced = worker_pids(process.pid)
-        wait_for(lambda: all(app_loaded(pid) for pid in replaced))
+        wait_for(lambda: all(app_loaded(tmp_path / "tmp", pid) for pid in replaced))
         for _ in range(10):  # whichever worker answers, Redis and metrics are there
             assert requests.get(f"{url}/readyz", timeout=5).status_code == 200
             assert requests.get(f"{url}/metrics", timeout=5).status_code == 200
@@ -106,7 +101,7 @@ def test_a_sigterm_while_a_worker_boots_stops_it_without_the_graceful_timeout(
         while not (booting := worker_pids(process.pid) - before):
             assert time.monotonic() < deadline, "no replacement worker"
         (booting_pid,) = booting
-        loaded_before_stop = app_loaded(booting_pid)
+        loaded_before_stop = app_loaded(tmp_path / "tmp", booting_pid)
     finally:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)

@@ -15,7 +15,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
-KUBERNETES = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
+KUSTOMIZATION = DEPLOY / "kubernetes" / "kustomization.yaml"
+KUBERNETES = sorted(p for p in (DEPLOY / "kubernetes").glob("*.yaml") if p != KUSTOMIZATION)
+#: Kinds of the Prometheus Operator's CRDs: not in the Kubernetes schemas (checked apart).
+OPERATOR_API = "monitoring.coreos.com/v1"
 UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
 TIMERS = sorted((DEPLOY / "systemd").glob("*.timer"))
 OPERATIONS = ROOT / "docs" / "operations.md"
@@ -26,8 +29,18 @@ def compose() -> dict[str, Any]:
     return document
 
 
-def kubernetes_documents() -> list[dict[str, Any]]:
+def all_kubernetes_documents() -> list[dict[str, Any]]:
     return [doc for path in KUBERNETES for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def kubernetes_documents() -> list[dict[str, Any]]:
+    """The manifests of Kubernetes' own kinds (their schemas are Kubernetes')."""
+    return [doc for doc in all_kubernetes_documents() if doc["apiVersion"] != OPERATOR_API]
+
+
+def operator_documents() -> list[dict[str, Any]]:
+    """The Prometheus Operator's resources (ServiceMonitor)."""
+    return [doc for doc in all_kubernetes_documents() if doc["apiVersion"] == OPERATOR_API]
 
 
 def pod_specs() -> Iterator[tuple[str, dict[str, Any]]]:

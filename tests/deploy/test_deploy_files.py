@@ -6,6 +6,7 @@ CLI and services."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -16,8 +17,11 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
+import yaml
 from deploy_kit import (
     DEPLOY,
+    KUBERNETES,
+    KUSTOMIZATION,
     ROOT,
     TIMERS,
     UNITS,
@@ -26,6 +30,7 @@ from deploy_kit import (
     documented_variables,
     kubernetes_documents,
     ldptel_commands,
+    operator_documents,
     pod_specs,
     unit_settings,
 )
@@ -141,6 +146,39 @@ def test_kubernetes_has_every_piece_the_issue_lists() -> None:
         ("PodDisruptionBudget", "ldptel-collector"), ("Deployment", "ldptel-aggregator"),
         ("CronJob", "ldptel-report"), ("Secret", "ldptel-tokens"),
     } <= kinds  # fmt: skip
+
+
+def test_the_kustomize_base_lists_every_manifest() -> None:
+    base = yaml.safe_load(KUSTOMIZATION.read_text())
+    assert base["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
+    assert base["kind"] == "Kustomization"
+    assert sorted(base["resources"]) == sorted(path.name for path in KUBERNETES)
+
+
+#: The ServiceMonitor fields used, as the Prometheus Operator's API reference states them
+#: (monitoring.coreos.com/v1): no other field may appear (a typo is not silently ignored).
+SERVICE_MONITOR_SPEC = {"selector": dict, "endpoints": list}
+ENDPOINT = {"port": str, "path": str, "interval": str}
+
+
+def test_each_service_monitor_scrapes_a_services_named_port_at_metrics() -> None:
+    monitors = [d for d in operator_documents() if d["kind"] == "ServiceMonitor"]
+    assert {m["metadata"]["name"] for m in monitors} == {"ldptel-collector", "ldptel-aggregator"}
+    services = [d for d in kubernetes_documents() if d["kind"] == "Service"]
+    pods = {where.split("/")[1]: pod for where, pod in pod_specs()}  # by workload name
+    for monitor in monitors:
+        spec = monitor["spec"]
+        assert {k: type(v) for k, v in spec.items()} == SERVICE_MONITOR_SPEC
+        [service] = [s for s in services if s["metadata"]["labels"].items()
+                     >= spec["selector"]["matchLabels"].items()]  # fmt: skip
+        ports = {p["name"]: p for p in service["spec"]["ports"]}
+        for endpoint in spec["endpoints"]:
+            assert {k: type(v) for k, v in endpoint.items()} == ENDPOINT
+            assert endpoint["path"] == "/metrics" and re.fullmatch(r"\d+s", endpoint["interval"])
+            target = ports[endpoint["port"]]["targetPort"]
+            pod = pods[service["spec"]["selector"]["app.kubernetes.io/name"]]
+            named = {p["name"] for c in pod["containers"] for p in c.get("ports", [])}
+            assert target in named, monitor["metadata"]["name"]
 
 
 def test_kubernetes_probes_ports_and_secrets_are_consistent() -> None:

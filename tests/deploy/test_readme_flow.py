@@ -49,4 +49,7 @@ def test_the_readme_walk_through_works_in_order(tmp_path: Path) -> None:
     assert (tmp_path / "colors.html").read_text().count("colors") > 0
     rows = (tmp_path / "colors.csv").read_text().splitlines()
     assert rows[0].startswith("campaign,") and len(rows) == 1 + 8  # the header, 8 colors
+    # The collector's JSON logs went to its file, not through the walk-through's output.
+    collector_log = (tmp_path / "collector.log").read_text()
+    assert '"logger":"gunicorn.error"' in collector_log and '"logger":"gunicorn' not in err
     assert not (tmp_path / ".ldptel" / "redis.url").exists()  # the collector stopped cleanly
