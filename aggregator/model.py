@@ -107,7 +107,7 @@ class _Privacy(TypedDict):
 
 class Longitudinal(TypedDict):
     """The guarantee over a user's whole history that the client's ledger enforces
-    (ldptel.client.ledger.Guarantee; docs/client.md, "Longitudinal privacy")."""
+    (ldptel.client.guarantee.Guarantee; docs/client.md, "Longitudinal privacy")."""
 
     memoization: str
     per_report_epsilon: float

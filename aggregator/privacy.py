@@ -10,7 +10,7 @@ from __future__ import annotations
 from ldptel.aggregator.model import Central, CentralLifetime, Longitudinal, Privacy, RapporPrivacy
 from ldptel.client.accounting import composed_epsilon
 from ldptel.client.campaign import MEMO_NONE, CampaignConfig, Mechanism
-from ldptel.client.ledger import Guarantee, guarantee
+from ldptel.client.guarantee import Guarantee, guarantee
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.shuffle import closed_form_epsilon, default_delta, shuffled_epsilon
 from ldptel.client.statements import CENTRAL, CENTRAL_LIFETIME, CENTRAL_NONE, LOCAL, render
@@ -130,7 +130,7 @@ def privacy_section(
 
 
 def longitudinal(config: CampaignConfig, promise: Guarantee | None = None) -> Longitudinal:
-    """The ledger's guarantee over a user's whole history (ldptel.client.ledger.guarantee)."""
+    """The ledger's guarantee over a user's whole history (ldptel.client.guarantee)."""
     promise = guarantee(config) if promise is None else promise
     return {
         "memoization": promise.memoization,

@@ -12,7 +12,7 @@ from ldptel.cli.oracle_options import parse_int, parse_positive
 from ldptel.client.accounting import composed_epsilon, max_reports
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
-from ldptel.client.ledger import guarantee
+from ldptel.client.guarantee import guarantee
 from ldptel.client.lifetime import BASIC, OPTIMAL, STATED_DELTA
 from ldptel.client.statements import CENTRAL_LIFETIME, render
 

@@ -45,7 +45,7 @@ from ldptel.cli.table import format_table
 from ldptel.cli.values_file import oracle_over_file
 from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.errors import LdptelError, ParameterError
-from ldptel.client.ledger import guarantee
+from ldptel.client.guarantee import guarantee
 from ldptel.client.levels import SAMPLE, SIMULATED_STRATEGIES, check_levels
 from ldptel.client.oracles import ORACLES, FrequencyOracle
 from ldptel.client.oracles.rappor import Rappor

@@ -46,8 +46,9 @@ from ldptel.client.errors import (
     UnknownCampaignError,
     ValueTypeError,
 )
+from ldptel.client.guarantee import Budget, Guarantee, guarantee
 from ldptel.client.install import SCHEMAS, default_state_dir, legacy_state_dir, migrate_legacy_state
-from ldptel.client.ledger import Budget, Guarantee, Spent, WindowRule
+from ldptel.client.ledger import Spent, WindowRule
 from ldptel.client.levels import LEVEL_NAME
 from ldptel.client.memo import Randomizer, Value
 from ldptel.client.sender import Campaigns, Connections, Sender
@@ -401,7 +402,7 @@ class Reporter:
         two value histories, or, with memoization "exact_discloses_changes", only histories
         with the same change pattern) and what it `discloses`. Raises LdptelError."""
         active = self._campaign(campaign)
-        return None if active is None else ledger.guarantee(active.config)
+        return None if active is None else guarantee(active.config)
 
     # -- windows -------------------------------------------------------------------------------
     def _margin(self) -> float:

@@ -102,7 +102,7 @@ def tree_shape(config: CampaignConfig) -> TreeShape:
     return TreeShape(created.horizon_windows, created.max_changes, config.epsilon, items)
 
 
-#: What a tree config's guarantee holds for, and what it discloses (ledger.Guarantee).
+#: What a tree config's guarantee holds for, and what it discloses (guarantee.Guarantee).
 TREE_HOLDS_FOR = "any two value histories of a horizon"
 TREE_DISCLOSES = (
     "each report's tracked item and tree level (public draws, independent of the values); "
@@ -111,7 +111,7 @@ TREE_DISCLOSES = (
 
 
 def tree_statement(config: CampaignConfig, window_epsilon: float, lifetime: float) -> str:
-    """The guarantee of a tree config in words (ledger.guarantee)."""
+    """The guarantee of a tree config in words (guarantee.guarantee)."""
     shape = tree_shape(config)
     horizons = int(lifetime / shape.epsilon * (1 + 1e-9))
     return (

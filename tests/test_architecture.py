@@ -1,6 +1,7 @@
 """The layers of docs/architecture.md, checked on every module's imports (function-level
 imports included): the client imports nothing server-side, the collector and the aggregator
-never import each other, and every layer imports only the layers below it."""
+never import each other, every layer imports only the layers below it, and the server layers
+import only the client's protocol kernel, never its app SDK."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
             "numpy",
         },
     ),
+    # pyarrow: the optional [parquet] extra, imported inside aggregator/parquet_export.py.
     "aggregator": (
         {"client", "store", "aggregator"},
-        {"numpy", "scipy", "redis", "prometheus_client"},
+        {"numpy", "scipy", "redis", "prometheus_client", "pyarrow"},
     ),
     "analysis": ({"client", "analysis"}, {"numpy"}),
     # Reads the aggregator's documents (its model) and serves them: never the collector.
@@ -49,6 +51,16 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
     ),
 }
 
+#: The client's app SDK (docs/architecture.md's layer diagram): the modules, and the names
+#: ldptel.client loads from them on first use. Everything else in ldptel.client is the kernel.
+SDK = {
+    "reporter", "sender", "transport", "deadline", "spool", "ledger", "memo", "tree_memo",
+    "statedb", "clock", "status", "settings", "install", "configs",
+    "Reporter", "Stats", "ReportStatus",
+}  # fmt: skip
+#: The layers that run as servers (or beside them): they may use the kernel of ldptel.client
+#: only, so the SDK's state, threads and HTTP never load in a collector or an aggregator.
+KERNEL_ONLY = {"store", "collector", "aggregator", "analysis", "dashboard"}
 
 #: What a file imports that the rules cannot place: a relative import (banned: every import
 #: names its layer) or importlib / __import__ of a name not known when the file is read.
@@ -90,6 +102,13 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
+def is_sdk(name: str) -> bool:
+    """Whether `name` (ldptel.client...) is an SDK module, something in one, or a name
+    ldptel.client loads from one."""
+    parts = name.split(".")
+    return len(parts) > 2 and parts[2] in SDK
+
+
 def violations(layer: str, path: Path) -> list[str]:
     layers, third_party = RULES[layer]
     found = []
@@ -99,7 +118,8 @@ def violations(layer: str, path: Path) -> list[str]:
             found.append(name)
         elif top == "ldptel":
             part = name.split(".")[1] if "." in name else ""
-            if part and part in RULES and part not in layers:
+            above = part in RULES and part not in layers
+            if above or (part == "client" and layer in KERNEL_ONLY and is_sdk(name)):
                 found.append(name)
         elif top not in sys.stdlib_module_names and top not in third_party:
             found.append(name)
@@ -125,6 +145,24 @@ def test_the_rule_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     ]
     module.write_text("import redis\nfrom ldptel.store import keys\n")
     assert violations("client", module) == ["ldptel.store", "ldptel.store.keys", "redis"]
+
+
+def test_the_rule_check_sees_a_server_layer_importing_the_sdk(tmp_path: Path) -> None:
+    # The kernel is allowed, the SDK is not, by module, by name and by lazy attribute.
+    module = tmp_path / "privacy.py"
+    module.write_text(
+        "from ldptel.client.guarantee import guarantee\n"
+        "from ldptel.client.oracles import make_oracle\n"
+        "from ldptel.client.ledger import Budget\n"
+        "from ldptel.client import memo, Reporter\n"
+    )
+    assert violations("aggregator", module) == [
+        "ldptel.client.Reporter",
+        "ldptel.client.ledger",
+        "ldptel.client.ledger.Budget",
+        "ldptel.client.memo",
+    ]
+    assert violations("cli", module) == []  # the CLI wires everything, the SDK included
 
 
 def test_the_rule_check_sees_relative_and_dynamic_imports(tmp_path: Path) -> None:

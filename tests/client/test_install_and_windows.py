@@ -21,6 +21,7 @@ from served_collector import served
 
 from ldptel.client import Reporter, clock, install, ledger
 from ldptel.client.errors import BudgetExhaustedError
+from ldptel.client.guarantee import Budget
 from ldptel.client.statedb import open_state, transaction
 from ldptel.store import codec, keys
 
@@ -77,7 +78,7 @@ def test_an_older_url_keyed_state_dir_is_moved_into_the_install(
     legacy = install.legacy_state_dir(collector.url)
     old = open_state(legacy, install.SCHEMAS)
     with transaction(old):  # the old SDK spent 2 epsilon of this campaign
-        ledger.charge(old, "colors", 0, 60, 2.0, ledger.Budget(10, 10.0, 10.0))
+        ledger.charge(old, "colors", 0, 60, 2.0, Budget(10, 10.0, 10.0))
     old.close()
     with Reporter(collector.url, token, **FAST) as moved:
         assert moved.privacy_spent("colors").lifetime_epsilon == pytest.approx(2.0)
@@ -97,7 +98,7 @@ def test_a_second_url_keyed_state_dir_is_folded_in_not_forked(
     legacy = install.legacy_state_dir(second)
     old = open_state(legacy, install.SCHEMAS)
     with transaction(old):  # an old SDK under the other spelling spent 2 more
-        ledger.charge(old, "colors", 0, 60, 2.0, ledger.Budget(10, 10.0, 10.0))
+        ledger.charge(old, "colors", 0, 60, 2.0, Budget(10, 10.0, 10.0))
     old.close()
     with Reporter(second, token, **FAST) as folded:
         assert folded.privacy_spent("colors").lifetime_epsilon == pytest.approx(3.0)

@@ -9,10 +9,11 @@ import math
 import pytest
 from live_collector import sent_reports
 
-from ldptel.client import ReportStatus, ledger, memo, spool
+from ldptel.client import ReportStatus, guarantee, ledger, memo, spool
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
-from ldptel.client.ledger import DEFAULT_LIFETIME_FACTOR, Budget, charge
+from ldptel.client.guarantee import DEFAULT_LIFETIME_FACTOR, Budget
+from ldptel.client.ledger import charge
 from ldptel.client.memo import Randomizer
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.statedb import open_state, transaction
@@ -240,9 +241,9 @@ def test_the_reporter_states_the_guarantee_its_ledger_enforces(collector, open_r
     collector.campaign("memoized", memoization="exact_discloses_changes")
     reporter = open_reporter()
     sound = reporter.guarantee("colors")
-    assert sound.holds_for == ledger.ANY_HISTORIES and sound.discloses == ""
+    assert sound.holds_for == guarantee.ANY_HISTORIES and sound.discloses == ""
     assert (sound.window_epsilon, sound.lifetime_epsilon) == (2.0, 5.0)
     assert "between any two value histories" in sound.statement
     exact = reporter.guarantee("memoized")
-    assert exact.holds_for == ledger.SAME_PATTERN
+    assert exact.holds_for == guarantee.SAME_PATTERN
     assert "exact_discloses_changes: the change pattern" in exact.statement

@@ -16,6 +16,7 @@ import pytest
 from ldptel.client import ledger, memo
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
+from ldptel.client.guarantee import Budget
 from ldptel.client.reporter import Reporter
 from ldptel.client.statedb import open_state, transaction
 
@@ -60,7 +61,7 @@ def test_the_python_client_takes_the_vectors_decisions(
             randomizers[level] = memo.Randomizer(config, conn, b"k" * 32, level)
         window = charged_window(config, step["now"])
         assert window == step["window"], step
-        budget = ledger.Budget.of(config, epsilon)
+        budget = Budget.of(config, epsilon)
         try:
             with transaction(conn):
                 _, cost = randomizers[level].spend(conn, config.domain.index(step["value"]))

@@ -10,7 +10,8 @@ from ldptel.client import ledger, lifetime
 from ldptel.client.accounting import composed_epsilon
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError, ParameterError
-from ldptel.client.ledger import LIFETIME, Budget, charge, guarantee
+from ldptel.client.guarantee import Budget, guarantee
+from ldptel.client.ledger import LIFETIME, charge
 from ldptel.client.statedb import open_state, transaction
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from exact_loss import history_loss, shared_draws
 
-from ldptel.client import ledger, memo
+from ldptel.client import guarantee, memo
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.memo import Randomizer
 from ldptel.client.statedb import open_state, transaction
@@ -122,12 +122,12 @@ def test_exact_loss_of_two_histories_is_within_the_ledgers_charge(
     named = histories(length)
     groups = {name: shared_draws(lambda h=h: probes.run(h)[0]) for name, h in named.items()}
     charges = {name: installs.run(h)[1] for name, h in named.items()}
-    promise = ledger.guarantee(config)
+    promise = guarantee.guarantee(config)
     if mode == "none":
-        assert promise.holds_for == ledger.ANY_HISTORIES and promise.discloses == ""
+        assert promise.holds_for == guarantee.ANY_HISTORIES and promise.discloses == ""
         assert len({round(c, 12) for c in charges.values()}) == 1  # the same for every history
     else:
-        assert promise.holds_for == ledger.SAME_PATTERN and "change pattern" in promise.discloses
+        assert promise.holds_for == guarantee.SAME_PATTERN and "change pattern" in promise.discloses
     names = list(named)
     for i, first in enumerate(names):
         for second in names[i + 1 :]:

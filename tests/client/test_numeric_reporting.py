@@ -16,7 +16,7 @@ from live_collector import LiveCollector, stored_reports
 from ldptel.aggregator.reports import build_window
 from ldptel.aggregator.table import format_window
 from ldptel.aggregator.worker import Worker
-from ldptel.client import ReportStatus, configs, ledger
+from ldptel.client import ReportStatus, configs, guarantee
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError, ParameterError
 from ldptel.client.transport import ConfigAnswer
@@ -66,7 +66,7 @@ def test_exact_memoization_of_numbers_is_refused_at_creation_and_by_the_sdk() ->
     with pytest.raises(LdptelError) as client_side:
         configs.parse_answer(answer)
     assert client_side.value.field == "memoization"
-    promise = ledger.guarantee(stored)
+    promise = guarantee.guarantee(stored)
     assert promise.holds_for == "one report at a time only"
     assert "no guarantee over a user's history" in promise.statement
 
