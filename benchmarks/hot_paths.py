@@ -37,13 +37,9 @@ from ldptel.client import Reporter
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.configs import Known, store
 from ldptel.client.hashing import item_keys
-from ldptel.client.oracles import base, histogram, unary
-from ldptel.client.oracles.base import (
-    FrequencyOracle,
-    KeyedOracle,
-    base64_bytes,
-    sixbit_rows,
-)
+from ldptel.client.oracles import batch_decode, histogram, unary
+from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle
+from ldptel.client.oracles.batch_decode import base64_bytes, sixbit_rows
 from ldptel.client.randomness import SecureRandom
 
 REPEATS = 3
@@ -149,13 +145,13 @@ def decode_row(oracle: str, d: int, field: str, n: int, loops: int) -> dict[str,
 @contextlib.contextmanager
 def report_by_report() -> Iterator[None]:
     """The per-report path alone (the decoder before issue 31): whole-batch paths off."""
-    saved = unary.decode_base64_column, histogram.decode_base64_column, base.int_column
+    saved = unary.decode_base64_column, histogram.decode_base64_column, batch_decode.int_column
     unary.decode_base64_column = histogram.decode_base64_column = lambda *args: None
-    base.int_column = lambda *args: None
+    batch_decode.int_column = lambda *args: None
     try:
         yield
     finally:
-        unary.decode_base64_column, histogram.decode_base64_column, base.int_column = saved
+        unary.decode_base64_column, histogram.decode_base64_column, batch_decode.int_column = saved
 
 
 def decode_rows(n: int = 1000, loops: int = 200) -> list[dict[str, Any]]:

@@ -51,8 +51,8 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_epsilon,
     check_int,
-    decode_int_field,
 )
+from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.cms import CountMeanSketch
 from ldptel.client.oracles.hcms import HadamardCountMeanSketch
 from ldptel.client.oracles.sketch import SketchOracle

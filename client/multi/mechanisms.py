@@ -30,12 +30,8 @@ from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.multi.attributes import Attributes
-from ldptel.client.oracles.base import (
-    PureOracle,
-    WireReport,
-    check_report_epsilon,
-    decode_int_field,
-)
+from ldptel.client.oracles.base import PureOracle, WireReport, check_report_epsilon
+from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.unary import UnaryEncoding

@@ -14,7 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.numeric.base import NumericMechanism
-from ldptel.client.oracles.base import Field, ReportBatch, WireReport, decode_int_field
+from ldptel.client.oracles.base import Field, ReportBatch, WireReport
+from ldptel.client.oracles.batch_decode import decode_int_field
 
 
 class CodeMechanism(NumericMechanism):

@@ -29,8 +29,8 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_probabilities,
     check_reports,
-    decode_int_field,
 )
+from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
 from ldptel.client.oracles.sue import SymmetricUnaryEncoding
 from ldptel.client.oracles.unary import (

@@ -18,8 +18,8 @@ from ldptel.client.oracles.base import (
     ReportBatch,
     WireReport,
     check_probabilities,
-    decode_int_field,
 )
+from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,

@@ -22,13 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError
-from ldptel.client.oracles.base import (
-    Field,
-    ReportBatch,
-    WireReport,
-    check_probability,
-    decode_int_fields,
-)
+from ldptel.client.oracles.base import Field, ReportBatch, WireReport, check_probability
+from ldptel.client.oracles.batch_decode import decode_int_fields
 from ldptel.client.oracles.hr import fwht, parity
 from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
 from ldptel.client.randomness import Rng

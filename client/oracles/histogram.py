@@ -43,8 +43,8 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_int,
     check_reports,
-    decode_base64_column,
 )
+from ldptel.client.oracles.batch_decode import decode_base64_column
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import TableSampler
 

@@ -15,14 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.oracles.base import (
-    Field,
-    PureOracle,
-    ReportBatch,
-    WireReport,
-    check_probability,
-    decode_int_field,
-)
+from ldptel.client.oracles.base import Field, PureOracle, ReportBatch, WireReport, check_probability
+from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,

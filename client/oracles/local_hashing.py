@@ -28,8 +28,8 @@ from ldptel.client.oracles.base import (
     check_int,
     check_labels,
     check_probability,
-    decode_int_fields,
 )
+from ldptel.client.oracles.batch_decode import decode_int_fields
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,

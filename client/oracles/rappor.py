@@ -36,8 +36,8 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_int,
     check_labels,
-    decode_int_field,
 )
+from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.rappor_decode import RapporFit, design_variance, fit_candidates
 from ldptel.client.oracles.unary import (
     decode_bit_vectors,

@@ -1,4 +1,4 @@
-"""Whole-batch decoding (client/oracles/base.py, "batch decoding") against the per-report path:
+"""Whole-batch decoding (client/oracles/batch_decode.py) against the per-report path:
 for every oracle whose reports are byte strings or integers, on valid batches and on batches
 with one or two reports broken in every way a JSON body can break them, `decode` returns the
 same columns (values and dtypes) or raises the same error (field, reason, index) as the
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ldptel.client.errors import ReportError
-from ldptel.client.oracles import base, histogram, make_oracle, unary
+from ldptel.client.oracles import batch_decode, histogram, make_oracle, unary
 from ldptel.client.oracles.base import FrequencyOracle
 
 # Every pad count (size % 3 = 0, 1, 2), with and without spare padding bits.
@@ -44,7 +44,7 @@ def per_report(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn the whole-batch paths off: every batch takes the per-report path."""
     for module in (unary, histogram):
         monkeypatch.setattr(module, "decode_base64_column", lambda *args: None)
-    monkeypatch.setattr(base, "int_column", lambda *args: None)
+    monkeypatch.setattr(batch_decode, "int_column", lambda *args: None)
 
 
 def outcome(oracle: FrequencyOracle, reports: Any) -> Any:
