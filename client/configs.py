@@ -34,9 +34,14 @@ def parse_answer(answer: ConfigAnswer) -> CampaignConfig:
     config = CampaignConfig.from_dict(body, stored=True).identified_as(claimed)
     if config is None:
         raise LdptelError("config_id", "does not match the config's canonical JSON")
-    if config.numeric and config.memoization == MEMO_EXACT:  # stored before it was refused
+    if memo_refused(config):
         raise LdptelError("memoization", NUMERIC_MEMO_REFUSED)
     return config
+
+
+def memo_refused(config: CampaignConfig) -> bool:
+    """A numeric config with exact memoization, stored before it was refused: never used."""
+    return config.numeric and config.memoization == MEMO_EXACT
 
 
 def _path(state_dir: Path, name: str) -> Path:
@@ -55,7 +60,8 @@ def load(state_dir: Path, name: str) -> Known | None:
             # Files written before they held the id hold configs under legacy ids.
             stored = CampaignConfig.from_dict(data["config"], stored=True)
             config = stored.identified_as(data.get("config_id", stored.legacy_config_id))
-            if config is None:
+            # Cached by an SDK from before the refusal: fetch again (parse_answer refuses it).
+            if config is None or memo_refused(config):
                 return None
         return Known(status, config, float(data["fetched_at"]))
     except (OSError, ValueError, KeyError, TypeError, LdptelError):

@@ -6,6 +6,7 @@ Redis -> aggregator pass -> report) gives a mean whose interval covers the true 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -54,7 +55,9 @@ MEMOIZED_NUMBERS = {
 }  # fmt: skip
 
 
-def test_exact_memoization_of_numbers_is_refused_at_creation_and_by_the_sdk() -> None:
+def test_exact_memoization_of_numbers_is_refused_at_creation_and_by_the_sdk(
+    tmp_path: Path,
+) -> None:
     # Its secret rounding point puts nearby values on one level: which reports repeat
     # discloses how close two values are (the exact loss is unbounded; tests below).
     with pytest.raises(ParameterError) as refused:
@@ -66,6 +69,10 @@ def test_exact_memoization_of_numbers_is_refused_at_creation_and_by_the_sdk() ->
     with pytest.raises(LdptelError) as client_side:
         configs.parse_answer(answer)
     assert client_side.value.field == "memoization"
+    # Nor one an older SDK cached: loading the cache gives nothing, so the client fetches.
+    configs.store(tmp_path, "battery", configs.Known("active", stored, 0.0))
+    assert (tmp_path / "configs" / "battery.json").exists()
+    assert configs.load(tmp_path, "battery") is None
     promise = guarantee.guarantee(stored)
     assert promise.holds_for == "one report at a time only"
     assert "no guarantee over a user's history" in promise.statement

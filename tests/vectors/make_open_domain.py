@@ -90,8 +90,8 @@ def release_case() -> dict[str, Any]:
     return {
         "epsilon": EPSILON, "k": K, "m": M, "reported": REPORTED, "reports": reports,
         "candidates": CANDIDATES, "estimate": estimate,
-        "null_stderr": math.sqrt(variance(0) + family),
-        "z": z, "largest": largest,
+        "null_stderr_with_family": math.sqrt(variance(0) + family),
+        "z": z, "count_bound": largest,
         "threshold": release_threshold(n, largest, variance(0), tail, K, M),
         "expected_false_discoveries": 0.05,
     }  # fmt: skip
@@ -141,9 +141,10 @@ def main() -> None:
             "open-domain values: NFC, at most max_length UTF-8 bytes, no control character, "
             "non-empty; item_key = xxh64(utf8(nfc)), hashes h_j = xxh32(le64(item_key), j) mod "
             "m; the config (no domain) and its id; a release: CMS estimates of candidates, "
-            "the stderr of a candidate nobody holds, the bound on the largest count and the "
-            "release threshold (expected shortfall of a candidate nobody holds at 0.05 / c, "
-            "computed exactly: ldptel's grid puts it at most 2 cells above)"
+            "the stderr of a candidate nobody holds (with the family term), the bound ĉ on "
+            "the largest count and the release threshold (expected shortfall of a candidate "
+            "nobody holds at 0.05 / c, computed exactly: ldptel's grid puts it at most 2 cells "
+            "above)"
         ),
         "max_length": MAX_LENGTH,
         "k": K,

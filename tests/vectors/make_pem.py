@@ -353,7 +353,7 @@ def release_case(case: Case, last_step: dict[str, Any], n: int) -> dict[str, Any
         stderr = scale * math.sqrt(variance(f) + family + sampling)
         listed.append({"value": value, "estimate": scale * estimate, "stderr": stderr})
     return {
-        "tail": tail, "z": z, "largest": largest, "group_threshold": threshold,
+        "tail": tail, "z": z, "count_bound": largest, "group_threshold": threshold,
         "threshold": scale * threshold, "listed": listed,
     }  # fmt: skip
 
