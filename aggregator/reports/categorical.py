@@ -74,13 +74,7 @@ def build(
     context: ReportContext, config: CampaignConfig, states: Sequence[StateKey]
 ) -> list[Report]:
     """One report per (config, level) state of a categorical campaign without levels."""
-    reports = []
-    for state in states:
-        oracle = context.registry.oracle(state.config_id, state.level)
-        if not isinstance(oracle, FrequencyOracle):
-            continue  # never written: the worker quarantines entries it cannot interpret
-        n, support = context.read(state, oracle.support_size)
-        reports.append(
-            build_report(config, oracle, state, n, support, context.options, context.built_at)
-        )
-    return reports
+    return [
+        build_report(config, oracle, state, n, support, context.options, context.built_at)
+        for state, oracle, n, support in context.counted(states, FrequencyOracle)  # type: ignore[type-abstract]
+    ]

@@ -3,15 +3,20 @@ the client, registry, options and clock threaded through each function."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.aggregator.reports.options import Candidates, ReportOptions
 from ldptel.aggregator.state import LogView, StateKey, read_log, read_state
+from ldptel.client.oracles.base import ReportMechanism
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
+
+M = TypeVar("M", bound=ReportMechanism)
 
 
 @dataclass(frozen=True)
@@ -37,3 +42,15 @@ class ReportContext:
     def read_log(self, state: StateKey, record_size: int) -> LogView:
         """A report-log state (open-domain OLH), merged over the campaign's shards."""
         return read_log(self.client, self.name, self.shards, state, record_size)
+
+    def counted(
+        self, states: Sequence[StateKey], kind: type[M]
+    ) -> Iterator[tuple[StateKey, M, int, NDArray[np.int64]]]:
+        """Each state whose registry mechanism is a `kind`, with it and its merged n and
+        support; other states are skipped (never written: the worker quarantines entries it
+        cannot interpret)."""
+        for state in states:
+            mechanism = self.registry.oracle(state.config_id, state.level)
+            if isinstance(mechanism, kind):
+                n, support = self.read(state, mechanism.support_size)
+                yield state, mechanism, n, support

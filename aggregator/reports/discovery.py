@@ -74,12 +74,7 @@ def build(
         raise ParameterError(
             "candidates", f"{config.name!r} uses pem: it finds its strings without candidates"
         )
-    reports = []
-    for state in states:
-        pem = context.registry.oracle(state.config_id, state.level)
-        if isinstance(pem, PrefixExtendingMethod):
-            n, support = context.read(state, pem.support_size)
-            reports.append(
-                discovery_report(config, pem, state, n, support, context.options, context.built_at)
-            )
-    return reports
+    return [
+        discovery_report(config, pem, state, n, support, context.options, context.built_at)
+        for state, pem, n, support in context.counted(states, PrefixExtendingMethod)
+    ]

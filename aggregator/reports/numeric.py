@@ -20,11 +20,8 @@ def build(
 ) -> list[Report]:
     """One report per state of a numeric campaign (numeric configs declare no levels)."""
     reports = []
-    for state in states:
-        mechanism = context.registry.oracle(state.config_id, state.level)
-        if not isinstance(mechanism, NumericMechanism):
-            continue  # never written: the worker quarantines entries it cannot interpret
-        n, support = context.read(state, mechanism.support_size)
+    counted = context.counted(states, NumericMechanism)  # type: ignore[type-abstract]
+    for state, mechanism, n, support in counted:
         privacy = privacy_section(config, mechanism, n)
         report = head(
             config, state, mechanism.name, mechanism.epsilon, n, context.options,

@@ -54,15 +54,18 @@ def build(
     context: ReportContext, config: CampaignConfig, states: Sequence[StateKey]
 ) -> list[Report]:
     """One report per state of a memoization "tree" config."""
-    reports = []
-    for state in states:
-        mechanism = context.registry.oracle(state.config_id, state.level)
-        if isinstance(mechanism, TreeReports):
-            n, support = context.read(state, mechanism.support_size)
-            reports.append(
-                tree_report(
-                    context.client, context.name, context.shards, config, mechanism, state, n,
-                    support, context.options, context.built_at,
-                )
-            )  # fmt: skip
-    return reports
+    return [
+        tree_report(
+            context.client,
+            context.name,
+            context.shards,
+            config,
+            mechanism,
+            state,
+            n,
+            support,
+            context.options,
+            context.built_at,
+        )
+        for state, mechanism, n, support in context.counted(states, TreeReports)
+    ]
