@@ -159,25 +159,11 @@ class CampaignConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ParameterError(unknown[0], "unknown field")
-        open_domain, numeric = "max_length" in data, "range" in data
-        if open_domain and numeric:
-            raise ParameterError("range", "a campaign has max_length or range, not both")
-        kind_fields = () if open_domain or numeric else ("domain",)
-        for required in ("name", "oracle", "epsilon", *kind_fields):
-            if required not in data:
-                extra = " (or max_length for free text, or range for numbers)"
-                extra = extra if required == "domain" else ""
-                raise ParameterError(required, "is required" + extra)
-        name = data["name"]
-        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-            raise ParameterError("name", "must match [a-z0-9][a-z0-9_-]{0,63}")
-        if not isinstance(data["oracle"], str):
-            raise ParameterError("oracle", "must be a string")
+        open_domain, numeric = _check_kind(data)
         max_length = _check_open_domain(data) if open_domain else None
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise ParameterError("params", "must be an object")
-        lifetime = data.get("lifetime_epsilon")
         epsilon = check_epsilon(data["epsilon"])
         if numeric:
             domain, value_range = [], _check_numeric(data)
@@ -186,39 +172,24 @@ class CampaignConfig:
             domain = [] if open_domain else check_domain(data["domain"], stored=stored)
             value_range = None
             oracle, params, choice = _resolve_oracle(data, max_length, len(domain), epsilon, params)
-        levels = check_levels(data.get("levels", {}))
-        if levels and max(levels.values()) > epsilon:
-            raise ParameterError("levels", f"level epsilons must be <= epsilon ({epsilon:g})")
-        strategy, threshold = check_strategy(
-            data.get("level_strategy", "optimal"), data.get("level_threshold"), levels
-        )
-        memoization = resolve_memoization(data, MEMO_NONE)
-        if memoization not in MEMOIZATION_MODES:
-            raise ParameterError("memoization", f"must be one of {', '.join(MEMOIZATION_MODES)}")
-        if memoization == MEMO_EXACT and numeric and not stored:
-            raise ParameterError("memoization", NUMERIC_MEMO_REFUSED)
-        lifetime_delta = _check_lifetime_delta(data.get("lifetime_delta"), memoization)
+        levels, strategy, threshold = _check_level_fields(data, epsilon)
+        memoization, lifetime_delta = _check_memoization(data, numeric, stored)
         horizon, changes = check_tree_fields(data, memoization)
         other = data.get("other_label")
         if other is not None and other not in domain:
             raise ParameterError("other_label", "must be null or a label of the domain")
+        limits = _check_limits(data)
         config = cls(
-            name=name,
+            name=data["name"],
             oracle=oracle,
             epsilon=epsilon,
             domain=tuple(domain),
             params=dict(params),
-            window_seconds=check_int(data.get("window_seconds", DAY), "window_seconds", 60),
-            shards=check_int(data.get("shards", 1), "shards", 1, 1024),
-            retention_seconds=check_int(
-                data.get("retention_seconds", 7 * DAY), "retention_seconds", 0
-            ),
-            reports_per_window=check_int(
-                data.get("reports_per_window", 1), "reports_per_window", 1, 1_000_000
-            ),
-            lifetime_epsilon=None
-            if lifetime is None
-            else check_epsilon(lifetime, "lifetime_epsilon"),
+            window_seconds=limits.window_seconds,
+            shards=limits.shards,
+            retention_seconds=limits.retention_seconds,
+            reports_per_window=limits.reports_per_window,
+            lifetime_epsilon=limits.lifetime_epsilon,
             lifetime_delta=lifetime_delta,
             other_label=other,
             max_length=max_length,
@@ -232,12 +203,7 @@ class CampaignConfig:
             max_changes=changes,
             range=value_range,
         )
-        config.build_mechanism()  # the oracle validates its own parameters
-        for level in levels:  # and at each level's epsilon (e.g. a fixed OLH g too small)
-            if config.level_oracle(level) is None and level in config.level_params:
-                raise ParameterError("level_params", f"level {level!r} does not report")
-        if not stored:
-            config.canonical_json()  # raises for values JCS cannot write (NaN in params...)
+        _check_built(config, stored)
         return config
 
     def to_dict(self) -> dict[str, Any]:
@@ -478,6 +444,88 @@ class CampaignConfig:
     def window_of(self, timestamp: float) -> int:
         """Start (unix seconds) of the window that contains `timestamp`."""
         return math.floor(timestamp / self.window_seconds) * self.window_seconds
+
+
+def _check_kind(data: dict[str, Any]) -> tuple[bool, bool]:
+    """(open domain, numeric): the kind of campaign `data` declares, once its required
+    fields are present and its name and oracle are strings of the right form."""
+    open_domain, numeric = "max_length" in data, "range" in data
+    if open_domain and numeric:
+        raise ParameterError("range", "a campaign has max_length or range, not both")
+    kind_fields = () if open_domain or numeric else ("domain",)
+    for required in ("name", "oracle", "epsilon", *kind_fields):
+        if required not in data:
+            extra = " (or max_length for free text, or range for numbers)"
+            extra = extra if required == "domain" else ""
+            raise ParameterError(required, "is required" + extra)
+    name = data["name"]
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise ParameterError("name", "must match [a-z0-9][a-z0-9_-]{0,63}")
+    if not isinstance(data["oracle"], str):
+        raise ParameterError("oracle", "must be a string")
+    return open_domain, numeric
+
+
+def _check_level_fields(
+    data: dict[str, Any], epsilon: float
+) -> tuple[dict[str, float], str, float | None]:
+    """The privacy levels (each at most the config's epsilon), the level strategy and its
+    threshold."""
+    levels = check_levels(data.get("levels", {}))
+    if levels and max(levels.values()) > epsilon:
+        raise ParameterError("levels", f"level epsilons must be <= epsilon ({epsilon:g})")
+    strategy, threshold = check_strategy(
+        data.get("level_strategy", "optimal"), data.get("level_threshold"), levels
+    )
+    return levels, strategy, threshold
+
+
+def _check_memoization(
+    data: dict[str, Any], numeric: bool, stored: bool
+) -> tuple[str, float | None]:
+    """The memoization mode (exact memoization of numbers refused, unless stored before the
+    refusal) and the lifetime delta it allows."""
+    memoization = resolve_memoization(data, MEMO_NONE)
+    if memoization not in MEMOIZATION_MODES:
+        raise ParameterError("memoization", f"must be one of {', '.join(MEMOIZATION_MODES)}")
+    if memoization == MEMO_EXACT and numeric and not stored:
+        raise ParameterError("memoization", NUMERIC_MEMO_REFUSED)
+    return memoization, _check_lifetime_delta(data.get("lifetime_delta"), memoization)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """A config's windows, shards, retention and per-client budgets, checked."""
+
+    window_seconds: int
+    shards: int
+    retention_seconds: int
+    reports_per_window: int
+    lifetime_epsilon: float | None
+
+
+def _check_limits(data: dict[str, Any]) -> _Limits:
+    lifetime = data.get("lifetime_epsilon")
+    return _Limits(
+        window_seconds=check_int(data.get("window_seconds", DAY), "window_seconds", 60),
+        shards=check_int(data.get("shards", 1), "shards", 1, 1024),
+        retention_seconds=check_int(data.get("retention_seconds", 7 * DAY), "retention_seconds", 0),
+        reports_per_window=check_int(
+            data.get("reports_per_window", 1), "reports_per_window", 1, 1_000_000
+        ),
+        lifetime_epsilon=None if lifetime is None else check_epsilon(lifetime, "lifetime_epsilon"),
+    )
+
+
+def _check_built(config: CampaignConfig, stored: bool) -> None:
+    """What only the built config can check: the oracle's own parameters, at the config's
+    epsilon and at each level's, and (for a new config) that its canonical JSON exists."""
+    config.build_mechanism()  # the oracle validates its own parameters
+    for level in config.levels:  # and at each level's epsilon (e.g. a fixed OLH g too small)
+        if config.level_oracle(level) is None and level in config.level_params:
+            raise ParameterError("level_params", f"level {level!r} does not report")
+    if not stored:
+        config.canonical_json()  # raises for values JCS cannot write (NaN in params...)
 
 
 def _check_lifetime_delta(value: object, memoization: str) -> float | None:
