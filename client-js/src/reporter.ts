@@ -1084,14 +1084,11 @@ export class Reporter {
     }
     if (typeof process !== "undefined" && typeof process.once === "function") {
       // Node: at the event loop's end, deliver what is spooled for up to 2 s (once).
-      let done = false;
       const onExit = (): void => {
-        if (done || this.closed) return;
-        done = true;
-        void this.close(2000);
+        if (!this.closed) void this.close(2000);
       };
-      process.once("beforeExit", onExit);
-      this.detach.push(() => process.removeListener("beforeExit", onExit));
+      atExit(onExit);
+      this.detach.push(() => cancelAtExit(onExit));
     }
   }
 
@@ -1115,4 +1112,26 @@ export class Reporter {
     }
   }
 
+}
+
+// One shared `beforeExit` listener for every live Reporter (one each would trip Node's
+// MaxListeners warning past 10); it is removed when the last Reporter closes.
+const exitHooks = new Set<() => void>();
+
+function runExitHooks(): void {
+  const hooks = [...exitHooks];
+  exitHooks.clear(); // each hook runs once, as with process.once
+  process.removeListener("beforeExit", runExitHooks);
+  for (const hook of hooks) hook();
+}
+
+function atExit(hook: () => void): void {
+  if (exitHooks.size === 0) process.on("beforeExit", runExitHooks);
+  exitHooks.add(hook);
+}
+
+function cancelAtExit(hook: () => void): void {
+  if (exitHooks.delete(hook) && exitHooks.size === 0) {
+    process.removeListener("beforeExit", runExitHooks);
+  }
 }

@@ -292,3 +292,13 @@ test("windows are the collector's clock (its Date), whatever the device clock sa
   assert.match(promise?.statement ?? "", /any two value histories: privacy loss <= epsilon 1 in any window and <= 1000/);
   await r.close();
 });
+
+test("live Reporters share one beforeExit listener, removed when the last one closes", async () => {
+  const before = process.listenerCount("beforeExit");
+  const made = Array.from({ length: 12 }, () => reporter(new FakeCollector(served(5)), { deliverOnExit: true })[0]);
+  assert.equal(process.listenerCount("beforeExit"), before + 1); // 12 > 10: no MaxListeners warning
+  for (const r of made.slice(1)) await r.close();
+  assert.equal(process.listenerCount("beforeExit"), before + 1);
+  await made[0]!.close();
+  assert.equal(process.listenerCount("beforeExit"), before);
+});
