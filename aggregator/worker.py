@@ -112,6 +112,7 @@ class Worker:
                 if self.metrics is not None:
                     self.metrics.passed(time.monotonic() - started, stats)
                     self.metrics.measure_lag(self.client, self.registry)
+                    self.metrics.measure_alerts(self.client, self.registry)
             except REDIS_ERRORS as error:
                 log.error("pass failed, retrying in %.0f s: %s: %s", every,
                           type(error).__name__, error)  # fmt: skip

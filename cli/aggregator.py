@@ -18,6 +18,7 @@ from ldptel.cli.redis_option import add_redis_argument, redis_client
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.aggregator.alerts import AlertSettings
     from ldptel.aggregator.reports import ReportOptions
     from ldptel.aggregator.worker import PassStats, Worker
 
@@ -62,6 +63,30 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
     from ldptel.aggregator.reports import ReportOptions
 
     return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
+
+
+def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
+    """The alert settings (aggregator/alerts.py; docs/operations.md, "Alerts")."""
+    parser.add_argument(
+        "--alert-alpha",
+        default=os.environ.get("LDPTEL_ALERT_ALPHA", ""),
+        metavar="RATE",
+        help="false-alarm rate of each campaign's change and threshold tests per window "
+        "(Holm across items; default $LDPTEL_ALERT_ALPHA, else 0.01)",
+    )
+    parser.add_argument(
+        "--alert-thresholds",
+        default=os.environ.get("LDPTEL_ALERT_THRESHOLDS", ""),
+        metavar="RULES",
+        help="CAMPAIGN:ITEM=VALUE,...: alarm when the item's share (a numeric campaign's "
+        "item mean: its mean) is significantly above VALUE (default $LDPTEL_ALERT_THRESHOLDS)",
+    )
+
+
+def alert_settings(args: argparse.Namespace) -> AlertSettings:
+    from ldptel.aggregator.alerts import AlertSettings
+
+    return AlertSettings.parse(args.alert_alpha, args.alert_thresholds)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,6 +140,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="with --once: print the pass's totals as JSON"
     )
     add_report_arguments(run_parser)
+    add_alert_arguments(run_parser)
+    alerts_parser = sub.add_parser(
+        "alerts",
+        help="the alert tests of every campaign's latest complete window, as /metrics has them",
+    )
+    add_alert_arguments(alerts_parser)
+    alerts_parser.add_argument("--json", action="store_true", help="print one JSON document")
+    add_redis_argument(alerts_parser)
     prune_parser = sub.add_parser(
         "prune",
         help="delete the window state of old, reported windows (their stored reports stay)",
@@ -154,6 +187,8 @@ def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         return run_prune(args)
+    if args.action == "alerts":
+        return run_alerts(args)
     from ldptel.aggregator.worker import Worker
     from ldptel.store import logs
 
@@ -167,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise ParameterError("json", "only with --once (a service logs JSON instead)")
     every = None if args.once else parse_duration(args.every)
+    alerts = alert_settings(args)
     logs.configure("WARNING" if args.quiet else None)
     client = redis_client(args.redis_url)
     worker = Worker(
@@ -188,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{stats.reports_built} window reports built"
             )
         elif args.health_port:
-            _run_observed(worker, every, args.health_host, args.health_port)
+            _run_observed(worker, every, args.health_host, args.health_port, alerts)
         else:
             worker.run_forever(every)
     return 0
@@ -200,13 +236,15 @@ def pass_totals(stats: PassStats) -> dict[str, int]:
     return {name: getattr(stats, name) for name in names}
 
 
-def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
+def _run_observed(
+    worker: Worker, every: float, host: str, port: int, alerts: AlertSettings
+) -> None:
     """`run_forever` with metrics and the health server; the loop counts as stalled when no
     step or pass ended for three intervals (at least a minute, the lease's order)."""
     from ldptel.aggregator.metrics import AggregatorMetrics, HealthServer
     from ldptel.cli.main import CliError
 
-    metrics = AggregatorMetrics(stale_seconds=max(3 * every, 60.0))
+    metrics = AggregatorMetrics(stale_seconds=max(3 * every, 60.0), alerts=alerts)
     worker.metrics = metrics
     try:
         server = HealthServer(metrics, host, port)
@@ -214,6 +252,38 @@ def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
         raise CliError(f"health server on {host}:{port}: {error.strerror}") from error
     with server:
         worker.run_forever(every)
+
+
+def run_alerts(args: argparse.Namespace) -> int:
+    """`aggregator alerts`: what the alert gauges hold, per campaign and item."""
+    import dataclasses
+    import time
+
+    from ldptel.aggregator.alerts import campaign_alerts
+    from ldptel.store.registry import Registry
+    from ldptel.store.reports import iso
+
+    settings = alert_settings(args)
+    client = redis_client(args.redis_url)
+    now = time.time()
+    found = [campaign_alerts(client, name, settings, now) for name in Registry(client).names()]
+    campaigns = [alerts for alerts in found if alerts is not None]
+    if args.json:
+        print(json.dumps({"alpha": settings.alpha, "campaigns": [{
+            "campaign": a.campaign, "window": iso(a.window), "window_unix": a.window,
+            "previous_unix": a.previous, "items": [dataclasses.asdict(i) for i in a.items],
+        } for a in campaigns]}))  # fmt: skip
+        return 0
+    for alerts in campaigns:
+        fired = [i for i in alerts.items if i.changed or i.exceeded]
+        print(f"{alerts.campaign}  window {iso(alerts.window)}: {len(alerts.items)} items, "
+              f"{len(fired)} alerting at alpha {settings.alpha:g}")  # fmt: skip
+        for item in fired:
+            why = [
+                w for w, on in (("changed", item.changed), ("above threshold", item.exceeded)) if on
+            ]
+            print(f"  {item.item}: {item.estimate:.4g} +- {item.stderr:.2g} ({', '.join(why)})")
+    return 0
 
 
 def run_prune(args: argparse.Namespace) -> int:
