@@ -1,7 +1,8 @@
 """Observability of `ldptel aggregator run --every`: Prometheus metrics and the health
 endpoints the probes call, served by a small HTTP server thread inside the worker process.
 
-    GET /metrics  Prometheus text (the metrics below)
+    GET /metrics  Prometheus text (the metrics below, and the alert gauges of
+                  aggregator/alerts.py: EstimateGauges)
     GET /healthz  200 while the loop makes progress (a step or a pass ended within
                   `stale_seconds`), else 503: the liveness probe
     GET /readyz   200 once a pass succeeded and none failed since, else 503 (Redis down):
