@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from scipy.stats import binom
 from stream_entries import make_config, register, simulate
 
-from ldptel.aggregator.alerts import AlertSettings, Estimate, evaluate, holm
+from ldptel.aggregator.alerts import AlertSettings, Estimate, estimates, evaluate, holm
 from ldptel.aggregator.metrics import AggregatorMetrics, HealthServer
 from ldptel.aggregator.model import from_json
 from ldptel.aggregator.reports import ReportOptions
@@ -135,6 +136,26 @@ def test_the_alerts_command_prints_what_the_gauges_hold(redis_client: Any, redis
     assert (mean["threshold"], mean["exceeded"]) == (90.0, False)
     assert main(command[:-1]) == 0
     assert capsys.readouterr().out.startswith("screens  window 1970-01-03T00:00:00Z: 1 items, ")
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda p: p.stem)
+def test_every_kind_of_report_gives_its_main_reports_estimates(path: Path) -> None:
+    document = from_json(path.read_bytes())
+    [main] = [r for r in document["reports"] if r["level"] == ""]  # levels: the combined one
+    found = estimates(document)
+    if "numeric" in main:
+        mean = main["numeric"]["mean"]
+        assert found == {"mean": Estimate(mean["estimate"], mean["stderr"])}
+    else:
+        n = main["n"]
+        assert found == {i["item"]: Estimate(i["estimate"] / n, i["stderr"] / n)
+                         for i in main["items"]}  # fmt: skip
+    # A report whose stderr is not calibrated is not tested, nor one with too few reports.
+    assert estimates({**document, "reports": [{**main, "uncalibrated": "LASSO"}]}) == {}
+    assert estimates({**document, "reports": [{**main, "status": "not_enough_reports"}]}) == {}
 
 
 @pytest.mark.parametrize(
