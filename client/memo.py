@@ -44,9 +44,10 @@ import sqlite3
 import numpy as np
 
 from ldptel.client import tree_memo
-from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
+from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
+from ldptel.client.memoization import MEMO_EXACT
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle, WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient

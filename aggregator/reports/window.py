@@ -13,8 +13,9 @@ from ldptel.aggregator.reports.context import ReportContext
 from ldptel.aggregator.reports.document import window_section
 from ldptel.aggregator.reports.options import Candidates, ReportOptions
 from ldptel.aggregator.state import StateKey, list_states
-from ldptel.client.campaign import MEMO_TREE, CampaignConfig
+from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
+from ldptel.client.memoization import MEMO_TREE
 from ldptel.store import reports as stored_reports
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
