@@ -46,6 +46,7 @@ from ldptel.client.levels import (
     reporting_epsilon,
 )
 from ldptel.client.memoization import MEMO_NONE, MEMO_TREE, check_memoization
+from ldptel.client.multi.wire import BreakdownReports
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import check_epsilon, check_int
@@ -60,8 +61,11 @@ from ldptel.client.tree_wire import TreeReports
 #: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
 #: storage, integer support: all the collector and the window state need); the union lets the
 #: SDK and the report builder tell the two kinds apart. An open-domain "pem" campaign's is
-#: PEM's reports (client/discovery/pem.py), a ReportMechanism too.
-Mechanism: TypeAlias = FrequencyOracle | NumericMechanism | PrefixExtendingMethod | TreeReports
+#: PEM's reports (client/discovery/pem.py), a breakdown campaign's its breakdown reports
+#: (client/multi/wire.py): ReportMechanisms too.
+Mechanism: TypeAlias = (
+    FrequencyOracle | NumericMechanism | PrefixExtendingMethod | TreeReports | BreakdownReports
+)
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -374,9 +378,9 @@ class CampaignConfig:
         return reporting_epsilon(self.levels, level, self.level_strategy, self.level_threshold)
 
     def level_mechanism(self, level: str = "") -> Mechanism | None:
-        """`level_oracle`, or the numeric mechanism of a numeric campaign (which declares no
-        levels: `level` must be "")."""
-        if self.numeric or self.discovers or self.memoization == MEMO_TREE:
+        """`level_oracle`, or the mechanism of a kind without levels (numeric, discovery,
+        breakdown, memoization "tree": `level` must be "")."""
+        if not isinstance(self.kind, Categorical | OpenDomain) or self.memoization == MEMO_TREE:
             self.reporting_epsilon(level)  # the level rule: raises for any level
             return self.build_mechanism()
         return self.level_oracle(level)

@@ -17,10 +17,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
+import numpy as np
+
 from ldptel.client.discovery.pem import PrefixExtendingMethod
-from ldptel.client.errors import ParameterError
-from ldptel.client.labels import check_domain
-from ldptel.client.memoization import NUMERIC_MEMO_REFUSED
+from ldptel.client.errors import InvalidValueError, ParameterError, ValueTypeError
+from ldptel.client.labels import check_domain, check_label
+from ldptel.client.memoization import MEMO_NONE, NUMERIC_MEMO_REFUSED
+from ldptel.client.multi.attributes import Attributes
+from ldptel.client.multi.auto import choose_breakdown
+from ldptel.client.multi.mechanisms import BREAKDOWNS
+from ldptel.client.multi.wire import BreakdownReports
 from ldptel.client.numeric import NumericMechanism, choose_mechanism, numeric_class
 from ldptel.client.numeric.auto import AUTO_NUMERIC
 from ldptel.client.numeric.base import check_range
@@ -40,6 +46,8 @@ MAX_OPEN_LENGTH = 4096
 #: item key (estimate_keys), so its oracle is built at this size and its labels go unused.
 OPEN_DOMAIN_ORACLE_SIZE = 2
 Built = TypeVar("Built")
+#: Breakdowns randomize every report afresh: no memoization mode is built for them yet.
+BREAKDOWN_MEMO_REFUSED = 'a breakdown campaign randomizes every report afresh (memoization "none")'
 
 
 @dataclass(frozen=True)
@@ -220,9 +228,81 @@ class Numeric:
         return mechanism
 
 
+@dataclass(frozen=True, kw_only=True)
+class Breakdown:
+    """Several categorical attributes, one report per user covering all of them under the
+    campaign's epsilon (`"attributes": {"os": [...], "plan": [...]}`, 2 to 8, in name order;
+    client/multi/, docs/breakdowns.md), reported by a breakdown mechanism ("joint", "pairs"
+    or "auto")."""
+
+    tag: ClassVar[str] = "breakdown"
+    exact_refused: ClassVar[str | None] = BREAKDOWN_MEMO_REFUSED
+    attributes: Attributes
+
+    @classmethod
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        return "attributes" in data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, stored: bool) -> Breakdown:
+        for absent in ("domain", "other_label", "levels", "level_params", "max_length", "range"):
+            if absent in data:
+                raise ParameterError(absent, "a breakdown campaign (attributes) has none")
+        if data.get("memoization", MEMO_NONE) != MEMO_NONE:
+            raise ParameterError("memoization", BREAKDOWN_MEMO_REFUSED)
+        declared = data["attributes"]
+        # In name order: the canonical JSON sorts an object's keys, and the joint index and
+        # the pair numbers follow the attributes' order, so every reader must see one order.
+        ordered = dict(sorted(declared.items())) if isinstance(declared, dict) else declared
+        attributes = Attributes.from_config(ordered)
+        if not stored:  # the label rules, as for a categorical domain
+            for name, labels in zip(attributes.names, attributes.labels, strict=True):
+                for i, label in enumerate(labels):
+                    check_label(label, f"attributes.{name}", f"label {i}")
+        return cls(attributes=attributes)
+
+    def json_fields(self) -> dict[str, Any]:
+        names, labels = self.attributes.names, self.attributes.labels
+        return {"attributes": {name: list(own) for name, own in zip(names, labels, strict=True)}}
+
+    def resolve(
+        self, oracle: str, epsilon: float, params: dict[str, Any], choice: object
+    ) -> Resolved:
+        if params:
+            raise ParameterError("params", "a breakdown mechanism takes none")
+        if oracle in BREAKDOWNS:
+            return _named(oracle, params, choice, "mechanism", "")
+        if oracle != AutoOracle.name:
+            known = ", ".join([*BREAKDOWNS, AutoOracle.name])
+            raise ParameterError("oracle", f"a breakdown campaign takes {known}, not {oracle!r}")
+        if choice is not None:
+            raise ParameterError("oracle_choice", "is written when oracle 'auto' is resolved")
+        _, made = choose_breakdown(epsilon, self.attributes)
+        written = {"mechanism": made.mechanism, "reason": made.reason, "variances": made.variances}
+        return Resolved(made.mechanism, {}, written)
+
+    def build(self, oracle: str, epsilon: float, params: Mapping[str, Any]) -> BreakdownReports:
+        if params:
+            raise ParameterError("params", "a breakdown mechanism takes none")
+        return BreakdownReports(BREAKDOWNS[oracle](epsilon=epsilon, attributes=self.attributes))
+
+    def row_index(self, value: object) -> int:
+        """A user's value {"os": "ios", "plan": "pro", ...} as its row's index in the joint
+        domain; InvalidValueError naming the attribute that is missing, unknown or not one of
+        its labels (ValueTypeError for a value that is not such an object)."""
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            kind = type(value).__name__
+            raise ValueTypeError("value", f"must be an object of attribute -> label, got {kind}")
+        try:
+            row = self.attributes.row_of(value)
+        except ParameterError as error:
+            raise InvalidValueError(f"value.{error.field}", error.reason) from None
+        return int(self.attributes.joint_index(np.array([row]))[0])
+
+
 #: Every campaign kind; the first whose `claims` accepts an untrusted config is its kind.
-CampaignKind: TypeAlias = Categorical | OpenDomain | Discovery | Numeric
-KINDS: tuple[type[CampaignKind], ...] = (Numeric, Discovery, OpenDomain, Categorical)
+CampaignKind: TypeAlias = Categorical | OpenDomain | Discovery | Numeric | Breakdown
+KINDS: tuple[type[CampaignKind], ...] = (Breakdown, Numeric, Discovery, OpenDomain, Categorical)
 
 
 def kind_of(data: Mapping[str, Any]) -> type[CampaignKind]:

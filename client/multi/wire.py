@@ -28,6 +28,7 @@ from ldptel.client.oracles.base import (
 )
 from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.randomness import Rng
+from ldptel.client.samplers import sample_uniform_below
 
 PAIR = "pair"
 
@@ -55,6 +56,24 @@ class BreakdownReports(ReportMechanism):
         """A report of joint index `value` from the OS CSPRNG (the kernel's `perturb_row`)."""
         row = np.unravel_index(int(value), self.breakdown.attributes.sizes)
         return self.breakdown.perturb_row(tuple(int(i) for i in row))
+
+    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
+        """Reports of many joint indices from `rng` (simulations and tests; the same law as
+        the kernel's `state_of_rows`), as a batch in the form `decode` returns."""
+        indices = np.asarray(values, dtype=np.int64)
+        rows = np.stack(np.unravel_index(indices, self.breakdown.attributes.sizes), axis=1)
+        if not self.paired:
+            return self.inners[0].perturb_batch(indices, rng)
+        pair = sample_uniform_below(rng, len(self.inners), indices.size).astype(np.uint8)
+        batch: ReportBatch = {PAIR: pair}
+        sizes = self.breakdown.attributes.sizes
+        for j, ((a, b), inner) in enumerate(
+            zip(self.breakdown.attributes.pairs, self.inners, strict=True)
+        ):
+            mine = rows[pair == j]
+            own = inner.perturb_batch(mine[:, a] * sizes[b] + mine[:, b], rng)
+            batch.update({f"{j}.{name}": column for name, column in own.items()})
+        return batch
 
     def widest_reports(self) -> list[WireReport]:
         return [
