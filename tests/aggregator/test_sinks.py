@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from stream_entries import make_config, register, simulate
 
+from ldptel.aggregator.metrics import AggregatorMetrics
 from ldptel.aggregator.model import WindowDocument
 from ldptel.aggregator.reports import load_window
 from ldptel.aggregator.sinks import ParquetSink
@@ -129,8 +130,13 @@ def test_a_rerun_replaces_a_windows_file_and_never_adds_one(
 
 
 def without_build_time(document: WindowDocument | None) -> dict[str, Any]:
+    """A document but for when it and its reports were built (the document and each report
+    carry built_at)."""
     assert document is not None
-    return {key: value for key, value in document.items() if key != "built_at"}
+    reports = [
+        {k: v for k, v in report.items() if k != "built_at"} for report in document["reports"]
+    ]
+    return {"campaign": document["campaign"], "window": document["window"], "reports": reports}
 
 
 def test_a_failing_export_costs_the_store_nothing_and_is_written_later(
@@ -144,8 +150,13 @@ def test_a_failing_export_costs_the_store_nothing_and_is_written_later(
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the export directory should be")
     sink = ParquetSink(blocker / "exports")
-    stats = Worker(redis_client, exports=[sink]).run_pass()
+    metrics = AggregatorMetrics(stale_seconds=60)
+    stats = Worker(redis_client, exports=[sink], metrics=metrics).run_pass()
     assert (stats.reports, stats.reports_built, stats.export_failures) == (4000, 4, 4)
+    failures = metrics.registry.get_sample_value(
+        "ldptel_aggregator_export_failures_total", {"sink": sink.name}
+    )
+    assert failures == 4
     # The store holds what a worker without exports stores, once: same documents, version 1.
     for seed, config in enumerate(campaigns):
         register(reference_client, config)
