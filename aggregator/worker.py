@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ldptel.aggregator.lease import Lease
+from ldptel.aggregator.model import WindowDocument
 from ldptel.aggregator.reports import ReportOptions, build_window, load_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.sinks import Exports, StoreSink, WindowSink
@@ -283,6 +284,17 @@ class Worker:
         finally:
             lock.release()
 
+    def _stored(self, name: str, window: int) -> WindowDocument | None:
+        """The stored document of an owed window; None if there is none, or if it no longer
+        reads as a document (stored by another version: logged, the window is not owed, and
+        its next rebuild is exported)."""
+        try:
+            return load_window(self.client, name, window)
+        except ValueError as error:  # DocumentError, or not JSON
+            log.error("export of %s:%d dropped: its stored report cannot be read: %s",
+                      name, window, error)  # fmt: skip
+            return None
+
     def _redeliver(self, stats: PassStats, built: set[tuple[str, int]]) -> None:
         """Write every window an export still owes (a failure or a crash of an earlier pass)
         from its stored document, under the window's build lock (a window locked by another
@@ -296,7 +308,7 @@ class Worker:
             if not lock.acquire():
                 continue
             try:
-                document = load_window(self.client, name, window)
+                document = self._stored(name, window)
                 if document is None:
                     self.exports.forget(name, window, sinks)
                     continue

@@ -215,6 +215,19 @@ def test_a_worker_killed_between_the_store_and_the_export_leaves_the_window_owed
             assert file_rows(sink.path(config.name, window)) == expected
 
 
+def test_an_owed_window_whose_stored_report_no_longer_reads_is_dropped(
+    redis_client: Any, tmp_path: Path, caplog: Any
+) -> None:
+    sink = ParquetSink(tmp_path)
+    stored_reports.save(redis_client, "old", WINDOWS[0], b'{"campaign": "old"}')
+    redis_client.sadd(keys.export_backlog(sink.name), f"old:{WINDOWS[0]}")
+    stats = Worker(redis_client, exports=[sink]).run_pass()  # does not raise
+    assert (stats.exports_redelivered, stats.export_failures) == (0, 0)
+    assert redis_client.scard(keys.export_backlog(sink.name)) == 0
+    assert "stored report cannot be read" in caplog.text
+    assert parquet_files(tmp_path) == []
+
+
 def test_a_window_without_rows_has_no_file(redis_client: Any, tmp_path: Path) -> None:
     config = make_config("sparse")
     register(redis_client, config)
