@@ -28,10 +28,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.errors import ParameterError
 from ldptel.client.multi.attributes import Attributes
 from ldptel.client.oracles.base import PureOracle, WireReport, check_report_epsilon
-from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.unary import UnaryEncoding
@@ -148,10 +147,6 @@ class Breakdown(ABC):
         """One user's report from the OS CSPRNG (the SDK's path)."""
 
     @abstractmethod
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        """The additive state of wire reports (ReportError naming reports[i] if invalid)."""
-
-    @abstractmethod
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
@@ -234,10 +229,6 @@ class JointBreakdown(Breakdown):
     def perturb_row(self, row: Sequence[int]) -> WireReport:
         return self.oracle.perturb_one(int(self.attributes.joint_index(np.array([row]))[0]))
 
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        support = self.oracle.support(self.oracle.decode(list(reports)))
-        return self._pack([(len(reports), support)])
-
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
@@ -289,23 +280,6 @@ class PairsBreakdown(Breakdown):
         j = uniform_below_one(len(self.oracles))
         cell = int(self._cells(np.array([row], dtype=np.int64), j)[0])
         return {"pair": j, **self.oracles[j].perturb_one(cell)}
-
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        # The pair column in one pass; each group's reports go to its oracle's batch decoder
-        # (which ignores the "pair" key), and a group's error names the report's own index.
-        pair = decode_int_field(list(reports), "pair", len(self.oracles)).astype(np.int64)
-        parts = []
-        for j, oracle in enumerate(self.oracles):
-            positions = np.flatnonzero(pair == j)
-            try:
-                batch = oracle.decode([reports[i] for i in positions.tolist()])
-            except ReportError as error:
-                if error.index is None:
-                    raise
-                field = error.field.split(".", 1)[-1]
-                raise ReportError(field, error.reason, int(positions[error.index])) from None
-            parts.append((positions.size, oracle.support(batch)))
-        return self._pack(parts)
 
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
