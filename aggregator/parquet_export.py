@@ -17,9 +17,13 @@ from ldptel.aggregator.model import WindowDocument
 
 INSTALL_HINT = 'Parquet needs pyarrow: pip install "ldptel[parquet]" (or pyarrow)'
 
-_TEXT = ("campaign", "window_start", "config_id", "level", "oracle", "item", "row")
-#: The Arrow type (a pyarrow factory's name) of every column of both CSV headers that is not
-#: a double: text, flags and integer counts; the others are numbers that may be fractional.
+_TEXT = (
+    "campaign", "window_start", "config_id", "level", "oracle", "item", "row", "attributes",
+    "values",
+)  # fmt: skip
+#: The Arrow type (a pyarrow factory's name) of every column of the CSV headers that is not a
+#: double: text, flags and integer counts; the others are numbers that may be fractional (a
+#: new header's text column must be listed here: pyarrow refuses text as a double).
 COLUMN_TYPES = {
     **dict.fromkeys(_TEXT, "string"),
     **dict.fromkeys(("combined", "significant"), "bool_"),
