@@ -1,8 +1,9 @@
 """Every `ldptel` command in the code blocks of README.md and docs/*.md: written as the
 checkout's `.venv/bin/ldptel` (bare `ldptel` is not on PATH until the venv is activated),
 accepted by the real CLI's parser, and, for those that need no running service (simulate,
-audit, budget, heavy-hitters), run in order to a zero exit. The services' commands run as
-written in test_readme_flow.py (the README's walk-through) and the demo's tests."""
+audit, budget, heavy-hitters), run in order to a zero exit. Those that need the collector
+run in test_readme_flow.py, inside the README's walk-through (all but the services that never
+end and the commands against another Redis: parsed here only); `demo` in the demo's tests."""
 
 from __future__ import annotations
 
