@@ -66,8 +66,12 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
     return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
 
 
-def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
-    """The alert settings (aggregator/alerts.py; docs/operations.md, "Alerts")."""
+def add_alert_arguments(parser: argparse.ArgumentParser, listing: bool = False) -> None:
+    """The alert settings (aggregator/alerts.py; docs/operations.md, "Alerts"); with
+    `listing`, also the `alerts` command's own options."""
+    if listing:
+        parser.add_argument("--json", action="store_true", help="print one JSON document")
+        add_redis_argument(parser)
     parser.add_argument(
         "--alert-alpha",
         default=os.environ.get("LDPTEL_ALERT_ALPHA", ""),
@@ -88,6 +92,24 @@ def alert_settings(args: argparse.Namespace) -> AlertSettings:
     from ldptel.aggregator.alerts import AlertSettings
 
     return AlertSettings.parse(args.alert_alpha, args.alert_thresholds)
+
+
+def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
+    """`aggregator prune`'s options."""
+    parser.add_argument("campaign", help="campaign name")
+    parser.add_argument(
+        "--before",
+        required=True,
+        metavar="WHEN",
+        help="windows starting before this: unix seconds or an ISO date/time (UTC)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document: totals and every state"
+    )
+    add_redis_argument(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -149,31 +171,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_report_arguments(run_parser)
     add_alert_arguments(run_parser)
-    alerts_parser = sub.add_parser(
+    add_alert_arguments(sub.add_parser(
         "alerts",
         help="the alert tests of every campaign's latest complete window, as /metrics has them",
-    )
-    add_alert_arguments(alerts_parser)
-    alerts_parser.add_argument("--json", action="store_true", help="print one JSON document")
-    add_redis_argument(alerts_parser)
-    prune_parser = sub.add_parser(
+    ), listing=True)  # fmt: skip
+    add_prune_arguments(sub.add_parser(
         "prune",
         help="delete the window state of old, reported windows (their stored reports stay)",
-    )
-    prune_parser.add_argument("campaign", help="campaign name")
-    prune_parser.add_argument(
-        "--before",
-        required=True,
-        metavar="WHEN",
-        help="windows starting before this: unix seconds or an ISO date/time (UTC)",
-    )
-    prune_parser.add_argument(
-        "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
-    )
-    prune_parser.add_argument(
-        "--json", action="store_true", help="print one JSON document: totals and every state"
-    )
-    add_redis_argument(prune_parser)
+    ))  # fmt: skip
 
 
 @contextmanager
