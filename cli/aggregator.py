@@ -302,6 +302,8 @@ def run_alerts(args: argparse.Namespace) -> int:
             "previous_unix": a.previous, "items": [dataclasses.asdict(i) for i in a.items],
         } for a in campaigns]}))  # fmt: skip
         return 0
+    if not campaigns:
+        print("no campaign has a complete window with a report yet")
     for alerts in campaigns:
         fired = [i for i in alerts.items if i.changed or i.exceeded]
         print(f"{alerts.campaign}  window {iso(alerts.window)}: {len(alerts.items)} items, "

@@ -122,6 +122,10 @@ def test_the_alerts_command_prints_what_the_gauges_hold(redis_client: Any, redis
 
     config = make_config(range=[0, 100], oracle="duchi")
     register(redis_client, config)
+    assert main(["aggregator", "alerts", "--redis-url", redis_url]) == 0
+    assert capsys.readouterr().out == "no campaign has a complete window with a report yet\n"
+    assert main(["aggregator", "alerts", "--redis-url", redis_url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"alpha": 0.01, "campaigns": []}
     rng = np.random.default_rng(5)
     simulate(redis_client, config, rng.uniform(0, 40, 2000), window=DAY)
     simulate(redis_client, config, rng.uniform(0, 40, 2000), window=2 * DAY, seed=1)
