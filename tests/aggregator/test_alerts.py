@@ -219,6 +219,7 @@ def alarms(windows: list[dict[str, Estimate]], settings: AlertSettings,
     return fired
 
 
+@pytest.mark.slow
 def test_one_items_change_test_alarms_at_alpha_under_the_null(
     null_windows: list[dict[str, Estimate]],
 ) -> None:
@@ -227,6 +228,7 @@ def test_one_items_change_test_alarms_at_alpha_under_the_null(
     assert low <= fired <= high, fired  # 3000 pairs at 0.05: about 150, within [97, 210]
 
 
+@pytest.mark.slow
 def test_a_campaigns_change_tests_alarm_at_most_at_alpha_under_the_null(
     null_windows: list[dict[str, Estimate]],
 ) -> None:
@@ -236,6 +238,7 @@ def test_a_campaigns_change_tests_alarm_at_most_at_alpha_under_the_null(
     assert fired >= binom.ppf(TAIL, TRIALS, ALPHA / 4), fired  # >= Bonferroni's alpha / m alone
 
 
+@pytest.mark.slow
 def test_a_threshold_at_the_true_share_alarms_at_alpha(
     null_windows: list[dict[str, Estimate]],
 ) -> None:
