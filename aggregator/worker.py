@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.reports import ReportOptions, build_window, store_window
+from ldptel.aggregator.reports import ReportOptions, build_window, list_windows, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.state import StateKey, pending_states, pending_windows, reported
 from ldptel.store import keys
@@ -232,6 +232,15 @@ class Worker:
                 if self.stopping:
                     return
                 stats.reports_built += self._build_report(name, range(shard_counts[name]), window)
+
+    def rebuild(self, name: str) -> int:
+        """Rebuild and store the report of every window of `name` that still has state (its
+        candidate list changed); a window another worker is building is left to it."""
+        shards = range(self.registry.shard_count(name))
+        return sum(
+            self._build_report(name, shards, window)
+            for window in list_windows(self.client, self.registry, name)
+        )
 
     def _build_report(self, name: str, shards: range, window: int) -> int:
         """Build, store and mark done one window's report under the window's build lock;
