@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import requests
 from chromium import launch
+from dashboard_site import desktop
 
 from ldptel.aggregator.reports import (
     Candidates,
@@ -87,7 +88,7 @@ def test_a_numeric_campaign_shows_the_mean_its_band_distribution_and_change(
     with serve(create_app(redis_client)) as base:
         listed = requests.get(f"{base}/", timeout=30).text
         assert "<td class='domain'>range [0, 2000]</td>" in listed
-        page = requests.get(f"{base}/campaigns/latency", timeout=30).text
+        page = desktop(requests.get(f"{base}/campaigns/latency", timeout=30).text)
         # The mean is the one trend, a point per window in its band; the latest window's
         # histogram has one bar per bucket, with its CDF.
         assert page.count('<circle class="point"') == 3 and 'data-item="mean"' in page
@@ -143,8 +144,8 @@ def test_chromium_shows_the_mean_trend_and_the_discovered_strings(redis_client: 
                 "free text, max_length 64 bytes"
             )
             page.goto(f"{base}/campaigns/latency")
-            assert page.locator("svg.trend circle.point").count() == 3
-            assert page.locator("svg.trend polygon.band").count() == 1
+            assert page.locator("svg.trend:visible circle.point").count() == 3
+            assert page.locator("svg.trend:visible polygon.band").count() == 1
             assert "mean" in page.locator(".summary").inner_text()
             assert "▲ up" in page.locator("tr[data-item=mean] td.flag").inner_text()
 
