@@ -285,18 +285,24 @@ def change_html(
     if change is None or before is None or after is None:
         return head + '<p class="note">Fewer than two stored windows: nothing to compare yet.</p>'
     span = f"From {window_label(before.window)} to {window_label(after.window)}"
-    what = "the mean" if after.kind == "numeric" else "items"
     if change.untested:
         text = f"{span}: not tested, {change.untested}."
     elif not change.items:
         text = f"{span}: no item is listed in both windows, so nothing is compared."
     else:
-        counted = f"{change.flagged} of {len(change.items):,} {what} changed"
+        rule = (
+            f"two-sided, |z| > {change.threshold:.2f}, so that fewer than "
+            f"{change.false_flags:g} items are expected to be flagged by chance over the domain"
+        )
+        counted = f"{change.flagged} of {len(change.items):,} items changed"
         if after.kind == "numeric":
             counted = "the mean " + ("changed" if change.flagged else "did not change")
+            rule = (
+                f"two-sided, |z| > {change.threshold:.2f}: a false alarm with probability "
+                f"{change.false_flags:g} when it did not change"
+            )
         text = (
-            f"{span}: {counted} significantly (two-sided, |z| > {change.threshold:.2f}, so that "
-            f"fewer than {change.false_flags:g} {what} are expected to be flagged by chance). "
+            f"{span}: {counted} significantly ({rule}). "
             f"The change is the difference of the unbiased estimates ({unit}); its stderr is "
             "sqrt(var before + var after), from the exact variances."
         )

@@ -19,8 +19,9 @@ from ldptel.aggregator.table import value_text
 from ldptel.dashboard.charts import Frame, figure, value_scale
 from ldptel.dashboard.series import Numbers
 
-#: Items drawn as bars (the largest estimates); the table lists every item.
-CHART_ITEMS = 40
+#: Items drawn as bars (the largest estimates), on a desktop and on a phone; the table
+#: lists every item.
+CHART_ITEMS, PHONE_ITEMS = 40, 12
 _ROW = 22
 
 
@@ -44,8 +45,8 @@ def ticks(low: float, high: float) -> list[float]:
 
 def bars_svg(numbers: Numbers, unit: str, width: int) -> str:
     """The window's largest estimates as horizontal bars with interval whiskers."""
-    order = np.argsort(-numbers.estimate, kind="stable")[:CHART_ITEMS]
     narrow = width < 900
+    order = np.argsort(-numbers.estimate, kind="stable")[: PHONE_ITEMS if narrow else CHART_ITEMS]
     frame = Frame(width, _ROW * len(order) + 70, 110 if narrow else 160, 16, 28, 42)
     low, high = value_scale(
         [float(numbers.ci_low[i]) for i in order], [float(numbers.ci_high[i]) for i in order]

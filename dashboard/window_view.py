@@ -15,7 +15,13 @@ from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
 from ldptel.aggregator.table import discovery_sentence, value_text
 from ldptel.dashboard.charts import responsive
 from ldptel.dashboard.series import Numbers, window_label
-from ldptel.dashboard.window_charts import bars_svg, clipped, distribution_svg, mean_svg
+from ldptel.dashboard.window_charts import (
+    PHONE_ITEMS,
+    bars_svg,
+    clipped,
+    distribution_svg,
+    mean_svg,
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,11 @@ def mean_tiles(numbers: Numbers) -> list[tuple[str, str]]:
     ]
 
 
+def sentence(text: str) -> str:
+    """A stored phrase as a sentence (its first letter capitalised)."""
+    return text[:1].upper() + text[1:]
+
+
 def numeric_section(report: Report, numbers: Numbers) -> str:
     """The mean on its range and, for distribution mechanisms, the histogram with its CDF
     and the quantiles."""
@@ -118,7 +129,7 @@ def numeric_section(report: Report, numbers: Numbers) -> str:
         f'<p class="note">Dot: the unbiased estimate of the mean; whiskers: its '
         f"{numbers.confidence:.0%} confidence interval (estimate plus or minus "
         f"{NormalDist().inv_cdf(0.5 + numbers.confidence / 2):.2f} standard errors). "
-        f"{escape(note)} {escape(numeric['mean']['method'])}. Values outside the range: "
+        f"{escape(note)} {escape(sentence(numeric['mean']['method']))}. Values outside the range: "
         f"{escape(numeric['clipping'])}.</p>",
     ]
     distribution = numeric.get("distribution")
@@ -154,15 +165,18 @@ def window_section(
     if raw.kind == "numeric":
         body += numeric_section(report, raw)
     elif (discovery := report.get("discovery")) is not None:
-        body += f'<p class="discovery">{escape(discovery_sentence(report))}</p>'
         if shown.items:
             body += responsive(lambda width: bars_svg(shown, unit, width))
         if (share := explained(raw)) is not None and raw.items:
             body += f'<p class="explained">{escape(explained_sentence(share, raw))}</p>'
-        body += f'<p class="note">{escape(discovery["statement"])}</p>'
+        body += (
+            f'<p class="discovery">{escape(discovery_sentence(report))}</p>'
+            f'<p class="note">{escape(discovery["statement"])}</p>'
+        )
     else:
         body += responsive(lambda width: bars_svg(shown, unit, width)) + (
-            f'<p class="note">Bars: the largest unbiased estimates ({escape(unit)}); whiskers: '
+            f'<p class="note">Bars: the largest unbiased estimates ({escape(unit)}; on a phone '
+            f"the {PHONE_ITEMS} largest); whiskers: "
             f"{shown.confidence:.0%} confidence intervals. Solid bars are significantly "
             f"above zero (fewer than {shown.false_flags:g} items expected to be flagged by "
             "chance over the whole domain); outlined bars are not.</p>"
