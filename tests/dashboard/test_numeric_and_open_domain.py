@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -158,3 +159,19 @@ def test_chromium_shows_the_mean_trend_and_the_discovered_strings(redis_client: 
             assert "release threshold" in text
         finally:
             browser.close()
+
+
+def test_the_share_the_listed_strings_explain_covers_the_true_share(redis_client: Any) -> None:
+    """tea (900) and coffee (600) of 1,501 answers are listed: they explain 1,500 / 1,501 of
+    the reports, inside the stated interval (conservative: +- z times the sum of stderrs)."""
+    open_campaign(redis_client)
+    with serve(create_app(redis_client)) as base:
+        page = requests.get(f"{base}/campaigns/answers", timeout=30).text
+    found = re.search(
+        r"The 2 listed strings explain an estimated ([\d.]+)% of the 1,501 reports \(95% "
+        r"interval ([\d.]+)% to ([\d.]+)%",
+        page,
+    )
+    assert found, page
+    share, low, high = (float(v) / 100 for v in found.groups())
+    assert low <= 1500 / 1501 <= high and low < share <= high

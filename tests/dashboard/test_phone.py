@@ -45,7 +45,12 @@ def screen(request: Any, site: Site) -> Iterator[tuple[Any, int, int]]:
                 viewport={"width": width, "height": height}, device_scale_factor=3 if phone else 1,
                 is_mobile=phone, has_touch=phone,
             )  # fmt: skip
-            yield context.new_page(), width, height
+            page = context.new_page()
+            errors: list[str] = []  # a CSP refusal (inline script or style) among them
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            yield page, width, height
+            assert errors == []
         finally:
             browser.close()
 
