@@ -29,6 +29,7 @@ SIGN_OUT = (
 
 #: What a page's numbers are, by the kind of campaign it shows (its footer).
 FOOTERS = {
+    "signin": "ldptel dashboard (read-only): sign in with the analyst token.",
     "list": "ldptel dashboard (read-only). Every number is from the window reports the "
     "aggregator stores; open a campaign for its estimates, intervals and trends.",
     "categorical": "ldptel dashboard (read-only). Estimates are unbiased counts (or percents "

@@ -125,6 +125,8 @@ def false_flags(report: Report) -> float:
 
 
 def kind_of(report: Report) -> str:
+    """What a report estimates: "numeric" (a mean), "open" (listed strings) or
+    "categorical"."""
     if "numeric" in report:
         return "numeric"
     return "open" if "discovery" in report else "categorical"
