@@ -58,7 +58,7 @@ def run_candidates(args: argparse.Namespace) -> int:
         candidates.save(client, args.campaign, list(given.values), given.source)
         changed, outcome = True, {"campaign": args.campaign, "candidates": len(given.values)}
     worker = Worker(client, report_options=report_options(args))
-    outcome["windows_rebuilt"] = worker.rebuild(args.campaign) if changed else 0
+    outcome["windows_rebuilt"] = worker.rebuild(args.campaign).reports_built if changed else 0
     if args.json:
         print(json.dumps(outcome))
     else:
