@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ldptel.aggregator.model import DocumentError, Report, WindowDocument, from_json
+from ldptel.aggregator.model import Report, WindowDocument, from_json
+from ldptel.aggregator.typed_json import DocumentError
 from ldptel.client.errors import ParameterError
 from ldptel.store import reports
 from ldptel.store.connection import RedisClient

@@ -179,6 +179,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "prune",
         help="delete the window state of old, reported windows (their stored reports stay)",
     ))  # fmt: skip
+    from ldptel.cli.candidates import add_candidates_parser
+
+    add_candidates_parser(sub)
 
 
 @contextmanager
@@ -202,6 +205,10 @@ def run(args: argparse.Namespace) -> int:
         return run_prune(args)
     if args.action == "alerts":
         return run_alerts(args)
+    if args.action == "candidates":
+        from ldptel.cli.candidates import run_candidates
+
+        return run_candidates(args)
     from ldptel.aggregator.worker import Worker
     from ldptel.store import logs
 
