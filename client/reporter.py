@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -130,11 +131,12 @@ class Reporter:
         self._level = None if level is None else check_level_name(level)
 
     def report(
-        self, campaign: str, value: str | float, *, level: str | None = None
+        self, campaign: str, value: str | float | Mapping[str, str], *, level: str | None = None
     ) -> ReportStatus:
         """Perturb `value` (a label of the campaign's domain; any text of at most `max_length`
         UTF-8 bytes for an open-domain campaign; for a numeric campaign a number, clipped into
-        its range: below it counts as its low end, above as its high end) and spool it for
+        its range: below it counts as its low end, above as its high end; for a breakdown
+        campaign one label of every attribute, {"os": "ios", "plan": "pro"}) and spool it for
         sending.
 
         `level`: the privacy level to report at (default: the Reporter's `level`); required

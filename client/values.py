@@ -1,14 +1,15 @@
 """What the value of a report() becomes for its campaign's randomizer (memo.Value), one
-function per kind of campaign: a label's index in the domain (categorical), the text in NFC
-(open domain, CampaignConfig.open_value), a number (numeric). `value_of` picks by the
-config's kind: a new kind of value (a row of several attributes, client/multi/) is one more
-function here and one more case in it."""
+function per kind of campaign: a row {attribute: label}'s joint index (breakdown,
+Breakdown.row_index), the text in NFC (open domain, CampaignConfig.open_value), a number
+(numeric), a label's index in the domain (categorical). `value_of` picks by the config's
+kind: a new kind of value is one more function and one more case in it."""
 
 from __future__ import annotations
 
 import math
 import numbers
 
+from ldptel.client.campaign_kinds import Breakdown
 from ldptel.client.config_cache import Active
 from ldptel.client.errors import InvalidValueError, ValueTypeError
 from ldptel.client.memo import Value
@@ -18,6 +19,8 @@ def value_of(active: Active, value: object) -> Value:
     """What the randomizer of the campaign `active` takes for `value`; raises
     ValueTypeError or InvalidValueError (an LdptelError) for a value the campaign refuses."""
     config = active.config
+    if isinstance(config.kind, Breakdown):
+        return config.kind.row_index(value)
     if config.open_domain:
         return config.open_value(value)
     if config.numeric:
