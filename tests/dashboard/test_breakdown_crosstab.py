@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -37,8 +36,9 @@ ATTRIBUTES = {"country": COUNTRIES, "os": ["android", "ios", "web"], "plan": ["f
 USERS = (4000, 40, 4000)
 WINDOWS = [WINDOW + day * DAY for day in range(len(USERS))]
 WIDTH, HEIGHT = 390, 844
-#: A directory for screenshots of the phone page (unset: none taken).
-SHOTS = os.environ.get("LDPTEL_SCREENSHOTS")
+#: Every SVG text's rendered size in CSS px: its font size times the SVG's scale.
+LABEL_SIZES = """() => [...document.querySelectorAll('svg text')].filter(t => t.getBBox().width > 0)
+  .map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a)"""
 
 
 @pytest.fixture
@@ -163,6 +163,18 @@ def test_a_bad_pick_is_a_400_naming_its_field(site: str, query: dict[str, str], 
         assert response.json()["error"]["field"] == field
 
 
+def test_a_campaign_without_reports_yet_has_a_page(redis_client: Any) -> None:
+    config = CampaignConfig.from_dict(
+        {"name": "crashes", "oracle": "auto", "epsilon": 2.0, "attributes": ATTRIBUTES}
+    ).as_created()
+    Registry(redis_client).create(config)
+    with serve(create_app(redis_client)) as base:
+        page = requests.get(f"{base}/campaigns/crashes", timeout=30)
+        assert page.status_code == 200 and "No stored report for this campaign yet" in page.text
+        rows = requests.get(f"{base}/campaigns/crashes/trend.json", timeout=30).json()["rows"]
+        assert rows == []
+
+
 def test_on_a_phone_the_cross_tab_scrolls_inside_and_the_picker_swaps(site: str) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -187,8 +199,9 @@ def test_on_a_phone_the_cross_tab_scrolls_inside_and_the_picker_swaps(site: str)
                 " return [t.scrollWidth, t.clientWidth, t.parentElement.clientWidth]; })()"
             )
             assert box[0] > box[1] and box[1] <= box[2] <= WIDTH, box
-            if SHOTS:
-                phone.screenshot(path=f"{SHOTS}/breakdown-phone.png", full_page=True)
+            # The trend's labels render at 10 px or more (as on every dashboard page).
+            sizes = phone.evaluate(LABEL_SIZES)
+            assert sizes and min(sizes) >= 10.0, sorted(sizes)[:5]
             # The picker: rows set to the columns' attribute swaps them; Show draws that pair.
             phone.select_option("form[data-pair] select[name=rows]", "country")
             assert phone.input_value("form[data-pair] select[name=columns]") == "os"
