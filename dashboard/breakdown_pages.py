@@ -313,7 +313,7 @@ def trend_html(shown: BreakdownView, base: str) -> str:
     every = urlencode({"rows": pick.rows, "columns": pick.columns})
     pair = ATTRIBUTE_JOIN.join(pick.pair)
     return (
-        f'<h2 id="trend">Trend of {escape(label)}</h2>'
+        '<h2 id="trend">Trend of a cell across the windows</h2>'
         f'<form method="get" action="{escape(base)}" class="cell-pick">{hidden}'
         '<div class="controls">'
         + select("cell", "cell", options, cell_key(pick.cell))

@@ -110,7 +110,7 @@ def test_the_picked_pairs_cross_tab_is_the_stored_reports(site: str, redis_clien
 def test_a_cells_trend_has_one_point_per_window(site: str, redis_client: Any) -> None:
     query = {"rows": "os", "columns": "plan", "cell": "ios|pro"}
     page = requests.get(f"{site}/campaigns/crashes", params=query, timeout=30).text
-    assert "Trend of os = ios, plan = pro" in page
+    assert "<figcaption><h3>os = ios, plan = pro</h3></figcaption>" in page
     figure = page[page.index('<figure class="trend" data-cell="ios|pro">') :].split("</figure>")[0]
     ios_pro = {
         w: next(
