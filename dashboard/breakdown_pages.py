@@ -158,9 +158,9 @@ def body(name: str, config: CampaignConfig) -> str:
         [
             STYLE,
             f'<p class="meta">{escape(meta_line(shown))}</p>',
-            privacy_html(shown.report),
             pick_form(shown, base),
             window_html(shown, base),
+            privacy_html(shown.report),  # after the numbers: a phone's first screen holds data
             trend_html(shown, base),
         ]
     )
