@@ -19,9 +19,8 @@ from flask.blueprints import BlueprintSetupState
 
 from ldptel.aggregator.breakdown_html import SHADES, one_way_html
 from ldptel.aggregator.csv_export import ATTRIBUTE_JOIN, VALUE_JOIN
-from ldptel.aggregator.html import summary_html
 from ldptel.aggregator.model import BreakdownCell, Report
-from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
+from ldptel.aggregator.reports import NOT_ENOUGH
 from ldptel.aggregator.table import count_text
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.campaign_kinds import Breakdown
@@ -38,14 +37,23 @@ from ldptel.dashboard.breakdown_series import (
     parse_cell,
     pick_pair,
 )
-from ldptel.dashboard.charts import TrendPoint, trend_svg
+from ldptel.dashboard.charts import TrendPoint, config_changes, responsive, trend_svg
 from ldptel.dashboard.series import views, window_label
+from ldptel.dashboard.window_view import privacy, tiles
 from ldptel.store.reports import iso
 
 EXTENSION = "ldptel.dashboard.breakdowns"
+#: What the trend's y axis shows (as a categorical campaign's counts).
+UNIT = "estimated count"
 #: The page's own stylesheet and script (files of this origin, served below).
 STYLE = '<link rel="stylesheet" href="/assets/breakdown.css">'
 SCRIPT = '<script src="/assets/breakdown.js"></script>'
+
+#: The trend's note when its windows come from more than one config.
+CONFIG_CHANGED = (
+    " Dashed line: the campaign's config changed between two windows (its id is in the numbers "
+    "and the downloads); estimates either side come from different configs."
+)
 
 blueprint = Blueprint("breakdown_pages", __name__)
 
@@ -160,7 +168,7 @@ def body(name: str, config: CampaignConfig) -> str:
             f'<p class="meta">{escape(meta_line(shown))}</p>',
             pick_form(shown, base),
             window_html(shown, base),
-            privacy_html(shown.report),  # after the numbers: a phone's first screen holds data
+            privacy(shown.report) if shown.report else "",  # below the numbers, collapsed
             trend_html(shown, base),
         ]
     )
@@ -173,16 +181,6 @@ def meta_line(shown: BreakdownView) -> str:
         f"{config.oracle.upper()} breakdown, epsilon {config.epsilon:.3g}, attributes "
         f"{attributes}, {len(shown.windows):,} windows stored"
     )
-
-
-def privacy_html(report: Report | None) -> str:
-    """The first sentence (the local epsilon) shown, the rest a click away."""
-    if report is None:
-        return ""
-    first, *rest = privacy_sentences(report)
-    more = "".join(f"<p>{escape(s)}</p>" for s in rest)
-    details = f"<details><summary>the full privacy statement</summary>{more}</details>"
-    return f'<div class="privacy"><p>{escape(first)}</p>{details if rest else ""}</div>'
 
 
 def select(name: str, label: str, options: list[tuple[str, str]], chosen: str) -> str:
@@ -229,7 +227,7 @@ def window_html(shown: BreakdownView, base: str) -> str:
     confidence = f"{report['confidence']:.0%}"
     return (
         head
-        + summary_html(report)
+        + tiles(report, None)
         + f'<div class="pair-view"><div class="crosstab"><h3>{escape(pair)}</h3>'
         + f'<div class="scroll">{crosstab_table(shown, base)}</div></div>{beside}</div>'
         + f'<p class="note">Each cell: the estimated number of users (unbiased) and its '
@@ -324,7 +322,9 @@ def trend_html(shown: BreakdownView, base: str) -> str:
         + "</figure>"
         + f'<p class="note">Line and points: the unbiased estimate of the cell in each window; '
         f"band: its {confidence:.0%} confidence interval from the exact variance; ×: a window "
-        "with too few reports, or without this cell (not plotted). Download: "
+        "with too few reports, or without this cell (not plotted)."
+        + (CONFIG_CHANGED if config_changes(points) else "")
+        + " Download: "
         + pages.download_links(f"{base}/trend", this, "this cell's trend")
         + " "
         + pages.download_links(f"{base}/trend", every, f"every cell of {pair}")
@@ -333,11 +333,11 @@ def trend_html(shown: BreakdownView, base: str) -> str:
 
 
 def trend_figure(label: str, points: list[TrendPoint], confidence: float) -> str:
-    """The chart and its numbers, as the dashboard draws every trend."""
+    """The chart at both widths and its numbers, as the dashboard draws every trend."""
     return (
-        trend_svg(label, points, confidence)
+        responsive(lambda width: trend_svg(label, points, confidence, UNIT, width))
         + f"<details><summary>numbers of {escape(label)}</summary>"
-        + pages.trend_table(points, confidence)
+        + pages.trend_table(points, confidence, False)
         + "</details>"
     )
 

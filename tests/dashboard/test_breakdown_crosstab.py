@@ -119,9 +119,12 @@ def test_a_cells_trend_has_one_point_per_window(site: str, redis_client: Any) ->
         )
         for w in (WINDOWS[0], WINDOWS[2])
     }  # fmt: skip
-    points = re.findall(r'<circle class="point"[^>]*data-window="(\d+)"', figure)
-    assert points == [str(WINDOWS[0]), str(WINDOWS[2])]  # the thin window is not plotted...
-    assert figure.count('class="gap"') == 1  # ...but marked
+    drawings = re.findall(r'<svg class="trend (?:wide|narrow)".*?</svg>', figure)
+    assert len(drawings) == 2  # a desktop's and a phone's width
+    for svg in drawings:
+        points = re.findall(r'<circle class="point"[^>]*data-window="(\d+)"', svg)
+        assert points == [str(WINDOWS[0]), str(WINDOWS[2])]  # the thin window not plotted...
+        assert svg.count('class="gap"') == 1  # ...but marked
     assert figure.count("<tr data-window=") == len(WINDOWS)  # every window in the numbers
     for name in ("trend.json", "trend.csv"):  # exactly the stored floats
         response = requests.get(f"{site}/campaigns/crashes/{name}", params=query, timeout=30)
