@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ldptel.client.multi.attributes import MAX_JOINT, Attributes
-from ldptel.client.multi.mechanisms import BREAKDOWNS, Breakdown
+from ldptel.client.multi.catalog import BREAKDOWNS
+from ldptel.client.multi.mechanisms import Breakdown
 
 #: Above this many joint cells an OUE report (one bit a cell) exceeds 4 KiB: `joint` is not
 #: a candidate there (nor above the oracles' largest domain, MAX_JOINT).
@@ -54,7 +55,7 @@ def choose_breakdown(
         built[name] = cls(epsilon=epsilon, attributes=attributes)
         variances[name] = mean_pair_variance(built[name], n)
     best = min(variances, key=lambda name: variances[name])
-    inners = sorted({oracle.name for oracle in built[best].inners})
+    inners = built[best].inner_names
     others = ", ".join(f"{k} {v:.4g}" for k, v in variances.items() if k != best)
     reason = (
         f"{best} ({'/'.join(inners)}): smallest mean two-way cell variance "

@@ -10,7 +10,7 @@ two-way marginal, each cell unbiased with its exact variance.
 
 Both are estimated through one formula. A marginal cell is a set S of cells of an inner
 oracle's domain; a user in a group of n_j reports whose true value is in S contributes
-variance v_in, one outside v_out (`_set_variances`). With the groups' true counts m_j of S
+variance v_in, one outside v_out (`set_variances`). With the groups' true counts m_j of S
 and M = sum n_j reports used, the estimate n/M sum_j c~_j(S) is unbiased given the group sizes
 (the groups are a uniform random partition), with variance
   (n/M)^2 [sum_j n_j (f v_in_j + (1 - f) v_out_j) + M f (1 - f) (n - M)/(n - 1)],
@@ -48,7 +48,7 @@ def inner_oracle(epsilon: float, domain_size: int) -> PureOracle:
     return OptimizedUnaryEncoding(epsilon=epsilon, domain_size=domain_size)
 
 
-def _set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
+def set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
     """Per-report variance of the estimated count of a set of `size` items, for a report
     whose true item is in the set (v_in) and one whose item is not (v_out)."""
     p, q = oracle.p_star, oracle.q_star
@@ -117,6 +117,11 @@ class Breakdown(ABC):
         """The inner oracles, in state order."""
 
     @property
+    def inner_names(self) -> tuple[str, ...]:
+        """The inner oracles' names (sorted, distinct), as `auto` and `simulate` print them."""
+        return tuple(sorted({oracle.name for oracle in self.inners}))
+
+    @property
     def epsilon(self) -> float:
         """One report's guarantee: the largest inner oracle's (a report is one inner
         oracle's report, and for `pairs` also the pair, drawn independently of the row)."""
@@ -146,14 +151,39 @@ class Breakdown(ABC):
     def perturb_row(self, row: Sequence[int]) -> WireReport:
         """One user's report from the OS CSPRNG (the SDK's path)."""
 
+    def estimable(self, which: tuple[int, ...]) -> bool:
+        return 1 <= len(which) <= len(self.attributes.names)
+
+    @abstractmethod
+    def marginal(self, state: NDArray[np.int64], which: Sequence[int]) -> Marginal:
+        """Marginal over attribute positions `which` (sorted), from a window's state."""
+
+    @abstractmethod
+    def exact_variance(
+        self, n: int, which: Sequence[int], frequencies: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Exact variance of marginal `which`'s cells (row-major) for n users whose rows
+        have the marginal's true cell frequencies `frequencies`."""
+
+    def _check(self, which: Sequence[int]) -> tuple[int, ...]:
+        which = tuple(int(a) for a in which)
+        if list(which) != sorted(set(which)) or not self.estimable(which):
+            raise ParameterError("attributes", f"{self.name} does not estimate {which}")
+        return which
+
+    def _names(self, which: tuple[int, ...]) -> tuple[str, ...]:
+        return tuple(self.attributes.names[a] for a in which)
+
+
+class GroupedBreakdown(Breakdown):
+    """A mechanism whose marginal cell is a set of inner cells estimated by groups of
+    reports (`joint`, `pairs`: the module docstring's estimate and variance)."""
+
     @abstractmethod
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
         """The groups estimating marginal `which` (None: sizes only, estimates empty)."""
-
-    def estimable(self, which: tuple[int, ...]) -> bool:
-        return 1 <= len(which) <= len(self.attributes.names)
 
     def marginal(self, state: NDArray[np.int64], which: Sequence[int]) -> Marginal:
         """Marginal over attribute positions `which` (sorted), from a window's state."""
@@ -176,8 +206,7 @@ class Breakdown(ABC):
     def exact_variance(
         self, n: int, which: Sequence[int], frequencies: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        """Exact variance of marginal `which`'s cells with true cell frequencies
-        `frequencies`, at the groups' expected sizes (n / pairs for `pairs`)."""
+        """At the groups' expected sizes (n / pairs for `pairs`)."""
         groups = self.groups(self._check(which), None)
         return combine_variance(
             n,
@@ -186,15 +215,6 @@ class Breakdown(ABC):
             [g.var_out for g in groups],
             frequencies,
         )
-
-    def _check(self, which: Sequence[int]) -> tuple[int, ...]:
-        which = tuple(int(a) for a in which)
-        if list(which) != sorted(set(which)) or not self.estimable(which):
-            raise ParameterError("attributes", f"{self.name} does not estimate {which}")
-        return which
-
-    def _names(self, which: tuple[int, ...]) -> tuple[str, ...]:
-        return tuple(self.attributes.names[a] for a in which)
 
     def _sum_cells(
         self, cells: NDArray[np.float64], dims: tuple[int, ...], keep: tuple[int, ...]
@@ -208,7 +228,7 @@ class Breakdown(ABC):
         return math.prod(self.attributes.sizes[a] for a in dims if a not in keep)
 
 
-class JointBreakdown(Breakdown):
+class JointBreakdown(GroupedBreakdown):
     """One oracle over the joint domain (row-major index of the row)."""
 
     name = "joint"
@@ -233,7 +253,7 @@ class JointBreakdown(Breakdown):
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
         dims = tuple(range(len(self.attributes.names)))
-        var_in, var_out = _set_variances(self.oracle, self._set_size(dims, which))
+        var_in, var_out = set_variances(self.oracle, self._set_size(dims, which))
         if parts is None:
             return [Group(1, np.empty(0), var_in, var_out)]
         n, support = parts[0]
@@ -241,7 +261,7 @@ class JointBreakdown(Breakdown):
         return [Group(n, self._sum_cells(cells, dims, which), var_in, var_out)]
 
 
-class PairsBreakdown(Breakdown):
+class PairsBreakdown(GroupedBreakdown):
     """Each user draws one of the C(k, 2) attribute pairs uniformly (independently of the
     row) and reports `{"pair": j, ...}`: pair j's cell through its inner oracle at full
     epsilon. One- and two-way marginals only."""
@@ -289,7 +309,7 @@ class PairsBreakdown(Breakdown):
         for j, pair in enumerate(self.attributes.pairs):
             if not set(which) <= set(pair):
                 continue
-            var_in, var_out = _set_variances(self.oracles[j], self._set_size(pair, which))
+            var_in, var_out = set_variances(self.oracles[j], self._set_size(pair, which))
             if parts is None:
                 result.append(Group(share, np.empty(0), var_in, var_out))
                 continue
@@ -297,6 +317,3 @@ class PairsBreakdown(Breakdown):
             cells = self.oracles[j].estimate(support, n)
             result.append(Group(n, self._sum_cells(cells, pair, which), var_in, var_out))
         return result
-
-
-BREAKDOWNS: dict[str, type[Breakdown]] = {"joint": JointBreakdown, "pairs": PairsBreakdown}
