@@ -33,9 +33,7 @@ MEAN_Z = 4.5
 VARIANCE_RATIO = (1 - 6 * math.sqrt(2 / (REPEATS - 1)), 1 + 6 * math.sqrt(2 / (REPEATS - 1)))
 
 
-def _true_marginal(
-    attributes: Attributes, rows: np.ndarray, which: tuple[int, ...]
-) -> np.ndarray:
+def _true_marginal(attributes: Attributes, rows: np.ndarray, which: tuple[int, ...]) -> np.ndarray:
     joint = np.bincount(attributes.joint_index(rows), minlength=attributes.joint_size)
     axes = tuple(a for a in range(len(attributes.sizes)) if a not in which)
     return joint.reshape(attributes.sizes).sum(axis=axes).reshape(-1)
