@@ -269,23 +269,24 @@ class Breakdown:
     def resolve(
         self, oracle: str, epsilon: float, params: dict[str, Any], choice: object
     ) -> Resolved:
-        if params:
-            raise ParameterError("params", "a breakdown mechanism takes none")
+        if set(params) - {"inner"}:
+            unknown = sorted(set(params) - {"inner"})[0]
+            raise ParameterError("params", f"a breakdown takes only inner (served), not {unknown}")
         if oracle in BREAKDOWNS:
             return _named(oracle, params, choice, "mechanism", "")
         if oracle != AutoOracle.name:
             known = ", ".join([*BREAKDOWNS, AutoOracle.name])
             raise ParameterError("oracle", f"a breakdown campaign takes {known}, not {oracle!r}")
-        if choice is not None:
+        if choice is not None or params:
             raise ParameterError("oracle_choice", "is written when oracle 'auto' is resolved")
         _, made = choose_breakdown(epsilon, self.attributes)
         written = {"mechanism": made.mechanism, "reason": made.reason, "variances": made.variances}
         return Resolved(made.mechanism, {}, written)
 
     def build(self, oracle: str, epsilon: float, params: Mapping[str, Any]) -> BreakdownReports:
-        if params:
-            raise ParameterError("params", "a breakdown mechanism takes none")
-        return breakdown_reports(BREAKDOWNS[oracle](epsilon=epsilon, attributes=self.attributes))
+        inner = params.get("inner")  # served by a created config (derived_params)
+        cls = BREAKDOWNS[oracle]
+        return breakdown_reports(cls(epsilon=epsilon, attributes=self.attributes, inner=inner))
 
     def row_index(self, value: object) -> int:
         """A user's value {"os": "ios", "plan": "pro", ...} as its row's index in the joint

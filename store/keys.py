@@ -96,6 +96,12 @@ def report_lock(name: str, window: int) -> str:
     return f"{PREFIX}:report-lock:{name}:{window}"
 
 
+def export_backlog(sink: str) -> str:
+    """Set of "<campaign>:<window>": the windows a sink after the store still owes a write
+    (aggregator/sinks/exports.py)."""
+    return f"{PREFIX}:export-backlog:{sink}"
+
+
 def idempotency(name: str, shard: int, key: str) -> str:
     """String with TTL: marks a client batch as stored. The batch's shard is derived from its
     idempotency key, so the mark and the XADD share a slot and commit in one transaction."""

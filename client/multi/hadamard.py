@@ -29,9 +29,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.client.errors import ParameterError
 from ldptel.client.multi.attributes import Attributes
-from ldptel.client.multi.mechanisms import Breakdown, Marginal, combine_variance
-from ldptel.client.oracles.base import PureOracle, WireReport
+from ldptel.client.multi.mechanisms import Breakdown, Marginal, combine_variance, served_list
+from ldptel.client.oracles.base import (
+    SERVED_ABSOLUTE_SLACK,
+    SERVED_RELATIVE_SLACK,
+    PureOracle,
+    WireReport,
+    check_probability,
+)
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,
@@ -65,12 +72,12 @@ class HadamardBreakdown(Breakdown):
 
     name = "hadamard"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
+        """`inner`: as a created config serves it, `[{"oracle": "rr", "p": p}]`."""
         super().__init__(epsilon=epsilon, attributes=attributes)
         self.bits = tuple(max(1, (d - 1).bit_length()) for d in attributes.sizes)
         self.offsets = tuple(sum(self.bits[a + 1 :]) for a in range(len(self.bits)))
-        # p written with e^-eps: a large eps cannot overflow.
-        self.p = 1.0 / (1.0 + math.exp(-self.requested_epsilon))
+        self.p = self._served_p(served_list(inner, 1)[0])
         masks: list[int] = []
         for a in range(len(self.bits)):
             masks += [m << self.offsets[a] for m in range(1, 1 << self.bits[a])]
@@ -82,6 +89,28 @@ class HadamardBreakdown(Breakdown):
             ]
         self.masks = np.array(masks, dtype=np.int64)
         self._position = {mask: j for j, mask in enumerate(masks)}
+
+    def _served_p(self, served: object) -> float:
+        """The keep probability served ({"oracle": "rr", "p": p}, 1/2 < p < 1, giving at most
+        the requested epsilon) or derived (None; written with e^-eps so it cannot overflow)."""
+        if served is None:
+            return 1.0 / (1.0 + math.exp(-self.requested_epsilon))
+        if (
+            not isinstance(served, dict)
+            or set(served) != {"oracle", "p"}
+            or served["oracle"] != "rr"
+        ):
+            raise ParameterError("params.inner", 'must be [{"oracle": "rr", "p": p}]')
+        p = check_probability(served["p"], "params.inner.p", 0.5, 1.0)
+        allowed = self.requested_epsilon * (1 + SERVED_RELATIVE_SLACK) + SERVED_ABSOLUTE_SLACK
+        if p in (0.5, 1.0) or not math.log(p / (1 - p)) <= allowed:
+            raise ParameterError(
+                "params.inner.p", f"gives more than epsilon {self.requested_epsilon!r}"
+            )
+        return float(p)
+
+    def inner_params(self) -> list[dict[str, Any]]:
+        return [{"oracle": "rr", "p": self.p}]
 
     @property
     def inners(self) -> tuple[PureOracle, ...]:

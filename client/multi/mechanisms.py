@@ -48,6 +48,39 @@ def inner_oracle(epsilon: float, domain_size: int) -> PureOracle:
     return OptimizedUnaryEncoding(epsilon=epsilon, domain_size=domain_size)
 
 
+#: The inner oracles a breakdown uses, by the name a config serves them under.
+INNER_ORACLES: dict[str, type[PureOracle]] = {
+    DirectEncoding.name: DirectEncoding,
+    OptimizedUnaryEncoding.name: OptimizedUnaryEncoding,
+}
+
+
+def served_inner(epsilon: float, domain_size: int, served: object) -> PureOracle:
+    """The inner oracle a config serves ({"oracle": "de", "p": ..., "q": ...}: built and
+    checked against epsilon by the oracle itself), or `inner_oracle`'s for a config not yet
+    created (None)."""
+    if served is None:
+        return inner_oracle(epsilon, domain_size)
+    if not isinstance(served, dict) or served.get("oracle") not in INNER_ORACLES:
+        raise ParameterError(
+            "params.inner", f"each must be an object with oracle in {list(INNER_ORACLES)}"
+        )
+    params = {k: v for k, v in served.items() if k != "oracle"}
+    try:
+        return INNER_ORACLES[served["oracle"]](epsilon=epsilon, domain_size=domain_size, **params)
+    except TypeError as error:
+        raise ParameterError("params.inner", str(error)) from error
+
+
+def served_list(inner: object, count: int) -> list[object]:
+    """A config's `params.inner` (one entry per inner oracle), or None each if not given."""
+    if inner is None:
+        return [None] * count
+    if not isinstance(inner, list) or len(inner) != count:
+        raise ParameterError("params.inner", f"must be a list of {count} inner oracles")
+    return list(inner)
+
+
 def set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
     """Per-report variance of the estimated count of a set of `size` items, for a report
     whose true item is in the set (v_in) and one whose item is not (v_out)."""
@@ -107,9 +140,15 @@ class Breakdown(ABC):
 
     name: ClassVar[str]
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
+        """`inner`: the inner oracles' parameters as a created config serves them
+        (`inner_params`), so that no client derives one; None derives them."""
         self.requested_epsilon = check_report_epsilon(epsilon)
         self.attributes = attributes
+
+    def inner_params(self) -> list[dict[str, Any]]:
+        """Each inner oracle's name and parameters (what a created config serves)."""
+        return [{"oracle": o.name, **o.derived_params()} for o in self.inners]
 
     @property
     @abstractmethod
@@ -233,9 +272,10 @@ class JointBreakdown(GroupedBreakdown):
 
     name = "joint"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
-        self.oracle = inner_oracle(self.requested_epsilon, attributes.joint_size)
+        [served] = served_list(inner, 1)
+        self.oracle = served_inner(self.requested_epsilon, attributes.joint_size, served)
 
     @property
     def inners(self) -> tuple[PureOracle, ...]:
@@ -268,11 +308,13 @@ class PairsBreakdown(GroupedBreakdown):
 
     name = "pairs"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
-        sizes = attributes.sizes
+        sizes, pairs = attributes.sizes, attributes.pairs
+        served = served_list(inner, len(pairs))
         self.oracles = tuple(
-            inner_oracle(self.requested_epsilon, sizes[a] * sizes[b]) for a, b in attributes.pairs
+            served_inner(self.requested_epsilon, sizes[a] * sizes[b], own)
+            for (a, b), own in zip(pairs, served, strict=True)
         )
 
     @property

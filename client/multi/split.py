@@ -29,7 +29,8 @@ from ldptel.client.multi.mechanisms import (
     Breakdown,
     Marginal,
     combine_variance,
-    inner_oracle,
+    served_inner,
+    served_list,
     set_variances,
 )
 from ldptel.client.oracles.base import PureOracle, ReportBatch, WireReport
@@ -56,10 +57,14 @@ class SplitBreakdown(Breakdown):
 
     name = "split"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
         share = self.requested_epsilon / len(attributes.names)
-        self.oracles = tuple(inner_oracle(share, size) for size in attributes.sizes)
+        served = served_list(inner, len(attributes.names))
+        self.oracles = tuple(
+            served_inner(share, size, own)
+            for size, own in zip(attributes.sizes, served, strict=True)
+        )
 
     @property
     def inners(self) -> tuple[PureOracle, ...]:

@@ -52,6 +52,9 @@ class BreakdownReports(ReportMechanism):
     def epsilon(self) -> float:
         return self.breakdown.epsilon
 
+    def derived_params(self) -> dict[str, Any]:
+        return {"inner": self.breakdown.inner_params()}
+
     def perturb(self, value: Any, rng: Rng | None = None) -> WireReport:
         """A report of joint index `value` from the OS CSPRNG (the kernel's `perturb_row`)."""
         row = np.unravel_index(int(value), self.breakdown.attributes.sizes)

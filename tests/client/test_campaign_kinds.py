@@ -17,6 +17,7 @@ import pytest
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.campaign_kinds import (
     KINDS,
+    Breakdown,
     Categorical,
     Discovery,
     Numeric,
@@ -74,3 +75,30 @@ def test_what_a_kind_does_not_have_reads_as_absent() -> None:
     assert (number.domain, number.max_length, number.range) == ((), None, (0.0, 9.0))
     with pytest.raises(ParameterError, match="numeric"):
         number.build_oracle()
+
+
+BREAKDOWN = {
+    "name": "crashes",
+    "oracle": "pairs",
+    "epsilon": 2.0,
+    "attributes": {"plan": ["free", "pro"], "os": ["android", "ios", "web"], "tier": ["a", "b"]},
+}
+
+
+def test_a_breakdown_serves_its_inner_oracles_and_keeps_one_attribute_order() -> None:
+    created = CampaignConfig.from_dict(BREAKDOWN).as_created()
+    assert isinstance(created.kind, Breakdown)
+    assert created.kind.attributes.names == ("os", "plan", "tier")  # the JSON's key order
+    served = created.params["inner"]
+    assert [inner["oracle"] for inner in served] == ["de", "de", "de"]
+    stored = CampaignConfig.from_dict(json.loads(created.canonical_json()), stored=True)
+    assert stored == created and stored.config_id == created.config_id
+
+
+def test_a_served_inner_oracle_that_promises_less_privacy_is_refused() -> None:
+    created = json.loads(CampaignConfig.from_dict(BREAKDOWN).as_created().canonical_json())
+    inner = created["params"]["inner"][0]  # os x plan: 6 cells
+    inner["p"] = 0.9
+    inner["q"] = (1 - 0.9) / 5  # consistent, but e^eps = 45 > e^2
+    with pytest.raises(ParameterError, match="epsilon"):
+        CampaignConfig.from_dict(created)

@@ -5,12 +5,14 @@ every report and every pair of rows), and the wire path (decode, pack, unpack, s
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
 import pytest
 
 from ldptel.analysis.breakdown import audit_breakdown, simulated_rows
+from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError, ReportError
 from ldptel.client.multi import (
     BREAKDOWNS,
@@ -25,6 +27,7 @@ from ldptel.client.multi.wire_flat import breakdown_reports
 CAMPAIGN = Attributes.of_sizes({"os": 4, "plan": 3, "country": 5})
 #: 12 values at epsilon 1/2 take OUE (12 >= 3 e^0.5 + 2), 3 values k-RR.
 MIXED = Attributes.of_sizes({"app": 12, "tier": 3})
+ATTRIBUTES = {"os": ["android", "ios"], "plan": ["free", "pro", "team"], "country": ["de", "fr"]}
 REPEATS = 300
 # As tests/client/multi/test_breakdowns.py: the mean of R unbiased estimates is within 4.5
 # of its stderr but with probability ~7e-6 a cell; the sample variance of R near-normal
@@ -198,3 +201,23 @@ def test_auto_compares_every_mechanism_and_says_why() -> None:
     assert choice.variances[mechanism.name] == min(choice.variances.values())
     for name in BREAKDOWNS:
         assert name in choice.reason
+
+
+@pytest.mark.parametrize(("oracle", "inner"), [("split", ["de", "de", "de"]), ("hadamard", ["rr"])])
+def test_a_created_config_serves_the_inner_parameters_and_refuses_weaker_ones(
+    oracle: str, inner: list[str]
+) -> None:
+    config = {"name": "crashes", "oracle": oracle, "epsilon": 2.0, "attributes": ATTRIBUTES}
+    created = CampaignConfig.from_dict(config).as_created()
+    served = created.params["inner"]
+    assert [own["oracle"] for own in served] == inner
+    stored = CampaignConfig.from_dict(json.loads(created.canonical_json()), stored=True)
+    assert stored == created and stored.build_mechanism().epsilon == pytest.approx(2.0)
+    tampered = json.loads(created.canonical_json())
+    first = tampered["params"]["inner"][0]
+    if oracle == "hadamard":
+        first["p"] = 0.95  # e^eps = 19 > e^2
+    else:  # country (first in name order), 2 values at 2/3: p / q = 9 > e^(2/3)
+        first["p"], first["q"] = 0.9, 0.1
+    with pytest.raises(ParameterError, match="epsilon"):
+        CampaignConfig.from_dict(tampered)
