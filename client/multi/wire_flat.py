@@ -28,7 +28,8 @@ from ldptel.client.oracles.base import (
     WireReport,
     check_reports,
 )
-from ldptel.client.oracles.batch_decode import decode_int_fields
+from ldptel.client.oracles.batch_decode import decode_int_field, decode_int_fields
+from ldptel.client.oracles.unary import UnaryEncoding, decode_bit_vectors
 from ldptel.client.randomness import Rng
 
 
@@ -95,24 +96,16 @@ class SplitReports(_FlatReports):
         return reports
 
     def decode(self, reports: object) -> ReportBatch:
+        """Each attribute's column straight from its prefixed key, by its oracle's batch
+        decoder (k-RR's integers, OUE's base64 bit vectors), errors naming the key."""
         items = check_reports(reports)
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ReportError("report", "must be an object", i)
         batch: ReportBatch = {}
         for prefix, inner in zip(self.prefixes, self.inners, strict=True):
-            own = [
-                {k.removeprefix(prefix): v for k, v in r.items() if k.startswith(prefix)}
-                for r in items
-            ]
-            try:
-                columns = inner.decode(own)
-            except ReportError as error:
-                if error.index is None:
-                    raise
-                field = error.field.split(".", 1)[-1]
-                raise ReportError(prefix + field, error.reason, error.index) from None
-            batch.update({prefix + name: column for name, column in columns.items()})
+            name = prefix + inner.fields[0].name  # "bits" (OUE) or "y" (k-RR): INNER_ORACLES
+            if isinstance(inner, UnaryEncoding):
+                batch[name] = decode_bit_vectors(items, inner.domain_size, name)
+            else:
+                batch[name] = decode_int_field(items, name, inner.domain_size)
         return batch
 
     def support(self, batch: ReportBatch) -> NDArray[np.int64]:
