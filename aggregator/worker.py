@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ldptel.aggregator.lease import Lease
 from ldptel.aggregator.model import WindowDocument
-from ldptel.aggregator.reports import ReportOptions, build_window, load_window
+from ldptel.aggregator.reports import ReportOptions, build_window, list_windows, load_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.sinks import Exports, StoreSink, WindowSink
 from ldptel.aggregator.state import StateKey, pending_states, pending_windows, reported
@@ -260,6 +260,16 @@ class Worker:
                     built.add((name, window))
         stats.reports_built += len(built)
         return built
+
+    def rebuild(self, name: str) -> PassStats:
+        """Rebuild the report of every window of `name` that still has state (its candidate
+        list changed) and hand each to the sinks, as a pass does; a window another worker is
+        building is left to it. Its `reports_built` counts the windows rebuilt."""
+        stats = PassStats()
+        shards = range(self.registry.shard_count(name))
+        for window in list_windows(self.client, self.registry, name):
+            stats.reports_built += self._build_report(name, shards, window, stats)
+        return stats
 
     def _window_lock(self, name: str, window: int) -> Lease:
         # A lease like a shard's: a restarted worker with the same id takes it back at once.

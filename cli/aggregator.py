@@ -141,6 +141,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON document: totals and every state"
     )
     add_redis_argument(prune_parser)
+    from ldptel.cli.candidates import add_candidates_parser
+
+    add_candidates_parser(sub)
 
 
 @contextmanager
@@ -162,6 +165,10 @@ def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         return run_prune(args)
+    if args.action == "candidates":
+        from ldptel.cli.candidates import run_candidates
+
+        return run_candidates(args)
     from ldptel.aggregator.worker import Worker
     from ldptel.store import logs
 
