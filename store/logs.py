@@ -17,6 +17,10 @@ from typing import Any
 LEVEL_VARIABLE = "LDPTEL_LOG_LEVEL"
 
 
+#: One encoder for every line (json.dumps with options builds a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
 class JsonFormatter(logging.Formatter):
     """A record as one JSON line: time, level, logger, then the message or its fields."""
 
@@ -34,7 +38,7 @@ class JsonFormatter(logging.Formatter):
             line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, separators=(",", ":"), default=str)
+        return _ENCODE(line)
 
 
 class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
