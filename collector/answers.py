@@ -57,7 +57,7 @@ def log_request(response: Response) -> Response:
             "ms": round(seconds * 1000, 3),
             **state.get("log", {}),
         }
-        ACCESS_LOG.info(line)
+        logs.info(ACCESS_LOG, line)  # the line without a LogRecord when it can
     return response
 
 
