@@ -15,13 +15,14 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
+from ldptel.cli.report_arguments import add_report_arguments, report_options
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
-    from ldptel.aggregator.reports import ReportOptions
+    from ldptel.aggregator.sinks import WindowSink
     from ldptel.aggregator.worker import PassStats, Worker
 
-__all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
+__all__ = ["add_redis_argument", "redis_client"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -37,31 +38,6 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise ParameterError("every", "must be > 0")
     return seconds
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of how reports are built (shared by `aggregator run` and `report`)."""
-    from ldptel.aggregator.consistency import ALIASES, METHODS
-
-    parser.add_argument(
-        "--consistency",
-        default=os.environ.get("LDPTEL_CONSISTENCY", "norm-sub"),
-        choices=[*METHODS, *ALIASES],
-        help="post-processing of the estimates into consistent ones (default norm-sub)",
-    )
-    parser.add_argument(
-        "--min-reports",
-        type=int,
-        default=os.environ.get("LDPTEL_MIN_REPORTS", "100"),
-        metavar="N",
-        help="below N reports a window says 'not enough reports' (default 100)",
-    )
-
-
-def report_options(args: argparse.Namespace) -> ReportOptions:
-    from ldptel.aggregator.reports import ReportOptions
-
-    return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="address of the health server (default 127.0.0.1; 0.0.0.0 in a container)",
     )
+    run_parser.add_argument(
+        "--parquet-dir",
+        default=os.environ.get("LDPTEL_AGGREGATOR_PARQUET_DIR") or None,
+        metavar="DIR",
+        help="also export every window report built as Parquet under DIR/<campaign>/"
+        "window_unix=<start>/ (needs pyarrow; default $LDPTEL_AGGREGATOR_PARQUET_DIR, else off)",
+    )
     run_parser.add_argument("--quiet", action="store_true", help="log warnings only")
     run_parser.add_argument(
         "--json", action="store_true", help="with --once: print the pass's totals as JSON"
@@ -133,6 +116,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON document: totals and every state"
     )
     add_redis_argument(prune_parser)
+    from ldptel.cli.candidates import add_candidates_parser
+
+    add_candidates_parser(sub)
 
 
 @contextmanager
@@ -154,6 +140,10 @@ def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         return run_prune(args)
+    if args.action == "candidates":
+        from ldptel.cli.candidates import run_candidates
+
+        return run_candidates(args)
     from ldptel.aggregator.worker import Worker
     from ldptel.store import logs
 
@@ -175,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         batch_entries=args.batch_entries,
         lease_ms=args.lease_ms,
         report_options=report_options(args),
+        exports=exports(args),
     )
     with graceful_stop(worker.stop):
         if every is None:
@@ -194,9 +185,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def exports(args: argparse.Namespace) -> list[WindowSink]:
+    """The sinks after the store that the options ask for (aggregator/sinks/)."""
+    if args.parquet_dir is None:
+        return []
+    from ldptel.aggregator.parquet_export import ParquetUnavailableError
+    from ldptel.aggregator.sinks import ParquetSink
+
+    try:
+        return [ParquetSink(args.parquet_dir)]
+    except ParquetUnavailableError as error:
+        raise ParameterError("parquet_dir", str(error)) from None
+
+
 def pass_totals(stats: PassStats) -> dict[str, int]:
     """A pass's totals, for `run --once --json`."""
-    names = ("reports", "entries", "quarantined", "shards", "skipped_shards", "reports_built")
+    names = ("reports", "entries", "quarantined", "shards", "skipped_shards", "reports_built",
+             "export_failures", "exports_redelivered")  # fmt: skip
     return {name: getattr(stats, name) for name in names}
 
 
