@@ -265,6 +265,43 @@ def fill(
     window_seconds = CampaignConfig.from_dict(campaign).window_seconds
     token = admin_post(base_url, "/v1/tokens", admin_token, {"app": ADMIN_APP})["token"]
 
+    users = _post_windows(base_url, token, args, campaign, stamped, clock, window_seconds, show)
+
+    client = redis.Redis.from_url(redis_url)
+    stack.callback(client.close)
+    if users.candidates is not None:  # the campaign's dictionary, for every stored window
+        stored_candidates.save(
+            client, users.name, list(users.candidates.values), users.candidates.source
+        )
+    stage = Stage("aggregating", show, total=args.n * args.windows, unit="report")
+    try:
+        Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
+    finally:
+        stage.close()
+
+    stage = Stage("building the report", show, total=1)
+    try:
+        registry = Registry(client)
+        window = list_windows(client, registry, users.name)[-1]
+        document = build_window(client, registry, users.name, window)
+        stage.advance()
+    finally:
+        stage.close()
+    return Filled(document, users.true_counts(document))
+
+
+def _post_windows(
+    base_url: str,
+    token: str,
+    args: argparse.Namespace,
+    campaign: dict[str, Any],
+    stamped: dict[str, Any],
+    clock: SimulatedClock,
+    window_seconds: int,
+    show: bool,
+) -> Scenario:
+    """args.n users' reports in each of args.windows windows, the oldest first (the
+    collector's clock moved back to each), the SDK users in the last; its users."""
     rng = np.random.default_rng(args.seed)
     users: Scenario | None = None
     for number in range(args.windows):
@@ -289,25 +326,4 @@ def fill(
         finally:
             stage.close()
     assert users is not None  # args.windows >= 1
-
-    client = redis.Redis.from_url(redis_url)
-    stack.callback(client.close)
-    if users.candidates is not None:  # the campaign's dictionary, for every stored window
-        stored_candidates.save(
-            client, users.name, list(users.candidates.values), users.candidates.source
-        )
-    stage = Stage("aggregating", show, total=args.n * args.windows, unit="report")
-    try:
-        Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
-    finally:
-        stage.close()
-
-    stage = Stage("building the report", show, total=1)
-    try:
-        registry = Registry(client)
-        window = list_windows(client, registry, users.name)[-1]
-        document = build_window(client, registry, users.name, window)
-        stage.advance()
-    finally:
-        stage.close()
-    return Filled(document, users.true_counts(document))
+    return users
