@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ldptel.aggregator.lease import Lease
+from ldptel.aggregator.memory import keep_freed_memory
 from ldptel.aggregator.reports import ReportOptions, build_window, store_window
 from ldptel.aggregator.shard import ShardStep, StepResult
 from ldptel.aggregator.state import StateKey, pending_states, pending_windows, reported
@@ -82,6 +83,7 @@ class Worker:
         on_step: Callable[[StepResult], None] | None = None,
         metrics: AggregatorMetrics | None = None,
     ) -> None:
+        keep_freed_memory()  # steps reuse what the last one freed (aggregator/memory.py)
         self.client = client
         self.registry = Registry(client)
         self.worker_id = worker_id or default_worker_id()
