@@ -3,9 +3,9 @@
 A step reads up to READ_BUDGET (32 MiB) of stream entries, then merges and counts them in
 chunks of a few MiB; by default glibc returns blocks of >= 128 KiB to the kernel when they are
 freed (mmap'd blocks, and a heap top above its trim threshold), so every step faults the same
-amount of memory in again: measured at OUE d = 1,024, ~21,000 minor page faults per 200,000
-reports, 30-55% of the worker's CPU in the kernel, and on this VM wall time 3-4x the CPU time
-of the counting (benchmarks/README.md, "Where aggregation waits"). With blocks up to 32 MiB
+amount of memory in again: measured at OUE d = 1,024, ~20,000 minor page faults per 200,000
+reports, 32-56% of the worker's CPU in the kernel, and on this VM wall time up to 4x the CPU
+time of the counting (benchmarks/README.md, "Where aggregation waits"). With blocks up to 32 MiB
 taken from the heap and up to 256 MiB of freed heap kept, a worker's resident memory stays at
 its peak step (bounded by READ_BUDGET and the chunk temporaries) instead of being returned.
 """
