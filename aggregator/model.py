@@ -291,6 +291,38 @@ class TreeSection(TypedDict):
     past_max_changes: str
 
 
+class BreakdownCell(TypedDict):
+    """One cell of a marginal: a label of each of its attributes, the estimated count of
+    users holding them (unbiased) with its exact variance, stderr and interval, and the
+    consistent count (post-processed: non-negative, agreeing across marginals; biased)."""
+
+    values: list[str]
+    estimate: float
+    variance: float
+    stderr: float
+    ci_low: float
+    ci_high: float
+    consistent: float
+
+
+class BreakdownMarginal(TypedDict):
+    """The one-way or two-way marginal over `attributes` (campaign order), its cells
+    row-major over the attributes' labels."""
+
+    attributes: list[str]
+    cells: list[BreakdownCell]
+
+
+class BreakdownSection(TypedDict):
+    """A breakdown campaign's marginals (client/multi/, docs/breakdowns.md)."""
+
+    mechanism: str
+    attributes: dict[str, list[str]]
+    marginals: list[BreakdownMarginal]
+    #: How the consistent column was made, and that it is biased, in words.
+    consistency: str
+
+
 class _Report(TypedDict):
     campaign: str
     config_id: str
@@ -324,6 +356,9 @@ class Report(_Report, total=False):
     numeric: Numeric
     #: Memoization "tree": the window's place in its horizon and the nodes summed.
     tree: TreeSection
+    #: A breakdown campaign (attributes): every one-way and two-way marginal (absent while
+    #: n < min_reports, as its items would be).
+    breakdown: BreakdownSection
     #: Present when the stated stderr and intervals are not calibrated (full RAPPOR decoded
     #: by its LASSO selection, more candidates than m k / 4): why, and how far off.
     uncalibrated: str

@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 
 from ldptel.aggregator.model import Report, TreeNode, TreeSection
 from ldptel.aggregator.state import StateKey, read_state
-from ldptel.client.campaign import MEMO_TREE, CampaignConfig
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.memoization import MEMO_TREE
 from ldptel.client.tree_config import with_tree_defaults
 from ldptel.client.tree_wire import TreeReports
 from ldptel.store.connection import RedisClient

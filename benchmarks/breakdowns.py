@@ -6,7 +6,7 @@ The peers estimate one-way marginals of the attributes they are given; to estima
 marginals they are given each user's C(k, 2) pair cells as the attributes (so SMP is the same
 design as our `pairs`). Their public output is MI post-processed (non-negative, normalized:
 biased); ours is the unbiased estimate. Aggregation CPU: the wire reports to every two-way
-marginal (ours: `state_of_reports` + `marginal`; theirs: the `*_Aggregator_MI` call).
+marginal (ours: `BreakdownReports.state` + `marginal`; theirs: the `*_Aggregator_MI` call).
 
 Run from the repository root: `benchmarks/run breakdowns` (the peers' venv).
 """
@@ -22,6 +22,7 @@ import numpy as np
 
 from ldptel.analysis.breakdown import simulated_rows
 from ldptel.client.multi import BREAKDOWNS, Attributes, choose_breakdown
+from ldptel.client.multi.wire import BreakdownReports
 
 
 def _truth(attributes: Attributes, rows: np.ndarray) -> list[np.ndarray]:
@@ -41,7 +42,7 @@ def _ours(
         mechanism = BREAKDOWNS[name](epsilon=epsilon, attributes=attributes)
     reports = [mechanism.perturb_row(tuple(row)) for row in rows.tolist()]
     start = time.process_time()
-    state = mechanism.state_of_reports(reports)
+    state = BreakdownReports(mechanism).state(reports)
     estimates = [mechanism.marginal(state, pair).estimate for pair in attributes.pairs]
     return estimates, time.process_time() - start
 

@@ -16,8 +16,8 @@ from ldptel.cli.aggregator import (
     redis_client,
     report_options,
 )
-from ldptel.client.campaign import check_candidates
 from ldptel.client.errors import ParameterError
+from ldptel.client.labels import check_candidates
 
 if TYPE_CHECKING:
     from ldptel.aggregator.model import WindowDocument

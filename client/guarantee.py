@@ -12,13 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ldptel.client import lifetime as lifetime_budget
-from ldptel.client.campaign import (
-    MEMO_EXACT,
-    MEMO_NONE,
-    MEMO_TREE,
-    NUMERIC_MEMO_REFUSED,
-    CampaignConfig,
-)
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.memoization import MEMO_EXACT, MEMO_NONE, MEMO_TREE, NUMERIC_MEMO_REFUSED
 from ldptel.client.statements import ENFORCED, LIFETIME_COMPOSED, LIFETIME_PURE, WINDOW, render
 from ldptel.client.tree_config import TREE_DISCLOSES, TREE_HOLDS_FOR, tree_statement
 

@@ -24,6 +24,7 @@ import threading
 import time
 import weakref
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ldptel.client import configs, ledger, spool, statedb
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
+from ldptel.client.campaign_kinds import Breakdown
 from ldptel.client.clock import ServerClock
 from ldptel.client.configs import Known
 from ldptel.client.errors import (
@@ -223,11 +225,12 @@ class Reporter:
         self._level = None if level is None else _check_level_name(level)
 
     def report(
-        self, campaign: str, value: str | float, *, level: str | None = None
+        self, campaign: str, value: str | float | Mapping[str, str], *, level: str | None = None
     ) -> ReportStatus:
         """Perturb `value` (a label of the campaign's domain; any text of at most `max_length`
         UTF-8 bytes for an open-domain campaign; for a numeric campaign a number, clipped into
-        its range: below it counts as its low end, above as its high end) and spool it for
+        its range: below it counts as its low end, above as its high end; for a breakdown
+        campaign one label of every attribute, {"os": "ios", "plan": "pro"}) and spool it for
         sending.
 
         `level`: the privacy level to report at (default: the Reporter's `level`); required
@@ -249,7 +252,9 @@ class Reporter:
             self._count(status)
         return status
 
-    def _report(self, campaign: str, value: str | float, level: str | None) -> ReportStatus:
+    def _report(
+        self, campaign: str, value: str | float | Mapping[str, str], level: str | None
+    ) -> ReportStatus:
         if self._closed:
             raise ReporterClosedError("reporter", "closed; create a new Reporter")
         active = self._campaign(campaign)
@@ -590,8 +595,11 @@ class Reporter:
     @staticmethod
     def _value_of(active: _Active, value: object) -> Value:
         """What the randomizer takes: a label's index in the domain, an open-domain
-        campaign's text in NFC (CampaignConfig.open_value), or a numeric campaign's number
-        (any finite or infinite int or float; the mechanism clips it)."""
+        campaign's text in NFC (CampaignConfig.open_value), a numeric campaign's number
+        (any finite or infinite int or float; the mechanism clips it), or a breakdown
+        campaign's row {attribute: label} as its joint index (Breakdown.row_index)."""
+        if isinstance(active.config.kind, Breakdown):
+            return active.config.kind.row_index(value)
         if active.config.open_domain:
             return active.config.open_value(value)
         if active.config.numeric:

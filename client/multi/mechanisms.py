@@ -28,10 +28,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.errors import ParameterError
 from ldptel.client.multi.attributes import Attributes
 from ldptel.client.oracles.base import PureOracle, WireReport, check_report_epsilon
-from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.unary import UnaryEncoding
@@ -47,6 +46,39 @@ def inner_oracle(epsilon: float, domain_size: int) -> PureOracle:
     if domain_size < 3 * math.exp(epsilon) + 2:
         return DirectEncoding(epsilon=epsilon, domain_size=domain_size)
     return OptimizedUnaryEncoding(epsilon=epsilon, domain_size=domain_size)
+
+
+#: The inner oracles a breakdown uses, by the name a config serves them under.
+INNER_ORACLES: dict[str, type[PureOracle]] = {
+    DirectEncoding.name: DirectEncoding,
+    OptimizedUnaryEncoding.name: OptimizedUnaryEncoding,
+}
+
+
+def served_inner(epsilon: float, domain_size: int, served: object) -> PureOracle:
+    """The inner oracle a config serves ({"oracle": "de", "p": ..., "q": ...}: built and
+    checked against epsilon by the oracle itself), or `inner_oracle`'s for a config not yet
+    created (None)."""
+    if served is None:
+        return inner_oracle(epsilon, domain_size)
+    if not isinstance(served, dict) or served.get("oracle") not in INNER_ORACLES:
+        raise ParameterError(
+            "params.inner", f"each must be an object with oracle in {list(INNER_ORACLES)}"
+        )
+    params = {k: v for k, v in served.items() if k != "oracle"}
+    try:
+        return INNER_ORACLES[served["oracle"]](epsilon=epsilon, domain_size=domain_size, **params)
+    except TypeError as error:
+        raise ParameterError("params.inner", str(error)) from error
+
+
+def _served_list(inner: object, count: int) -> list[object]:
+    """A config's `params.inner` (one entry per inner oracle), or None each if not given."""
+    if inner is None:
+        return [None] * count
+    if not isinstance(inner, list) or len(inner) != count:
+        raise ParameterError("params.inner", f"must be a list of {count} inner oracles")
+    return list(inner)
 
 
 def _set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
@@ -108,9 +140,15 @@ class Breakdown(ABC):
 
     name: ClassVar[str]
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
+        """`inner`: the inner oracles' parameters as a created config serves them
+        (`inner_params`), so that no client derives one; None derives them."""
         self.requested_epsilon = check_report_epsilon(epsilon)
         self.attributes = attributes
+
+    def inner_params(self) -> list[dict[str, Any]]:
+        """Each inner oracle's name and parameters (what a created config serves)."""
+        return [{"oracle": o.name, **o.derived_params()} for o in self.inners]
 
     @property
     @abstractmethod
@@ -146,10 +184,6 @@ class Breakdown(ABC):
     @abstractmethod
     def perturb_row(self, row: Sequence[int]) -> WireReport:
         """One user's report from the OS CSPRNG (the SDK's path)."""
-
-    @abstractmethod
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        """The additive state of wire reports (ReportError naming reports[i] if invalid)."""
 
     @abstractmethod
     def groups(
@@ -218,9 +252,10 @@ class JointBreakdown(Breakdown):
 
     name = "joint"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
-        self.oracle = inner_oracle(self.requested_epsilon, attributes.joint_size)
+        [served] = _served_list(inner, 1)
+        self.oracle = served_inner(self.requested_epsilon, attributes.joint_size, served)
 
     @property
     def inners(self) -> tuple[PureOracle, ...]:
@@ -233,10 +268,6 @@ class JointBreakdown(Breakdown):
 
     def perturb_row(self, row: Sequence[int]) -> WireReport:
         return self.oracle.perturb_one(int(self.attributes.joint_index(np.array([row]))[0]))
-
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        support = self.oracle.support(self.oracle.decode(list(reports)))
-        return self._pack([(len(reports), support)])
 
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
@@ -257,11 +288,13 @@ class PairsBreakdown(Breakdown):
 
     name = "pairs"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
-        sizes = attributes.sizes
+        sizes, pairs = attributes.sizes, attributes.pairs
+        served = _served_list(inner, len(pairs))
         self.oracles = tuple(
-            inner_oracle(self.requested_epsilon, sizes[a] * sizes[b]) for a, b in attributes.pairs
+            served_inner(self.requested_epsilon, sizes[a] * sizes[b], own)
+            for (a, b), own in zip(pairs, served, strict=True)
         )
 
     @property
@@ -289,23 +322,6 @@ class PairsBreakdown(Breakdown):
         j = uniform_below_one(len(self.oracles))
         cell = int(self._cells(np.array([row], dtype=np.int64), j)[0])
         return {"pair": j, **self.oracles[j].perturb_one(cell)}
-
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        # The pair column in one pass; each group's reports go to its oracle's batch decoder
-        # (which ignores the "pair" key), and a group's error names the report's own index.
-        pair = decode_int_field(list(reports), "pair", len(self.oracles)).astype(np.int64)
-        parts = []
-        for j, oracle in enumerate(self.oracles):
-            positions = np.flatnonzero(pair == j)
-            try:
-                batch = oracle.decode([reports[i] for i in positions.tolist()])
-            except ReportError as error:
-                if error.index is None:
-                    raise
-                field = error.field.split(".", 1)[-1]
-                raise ReportError(field, error.reason, int(positions[error.index])) from None
-            parts.append((positions.size, oracle.support(batch)))
-        return self._pack(parts)
 
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
