@@ -12,6 +12,7 @@ from importlib import resources
 from string import Template
 from urllib.parse import urlencode
 
+from ldptel.aggregator.breakdown_html import breakdown_html
 from ldptel.aggregator.html import chart_svg, numeric_html, style, summary_html
 from ldptel.aggregator.model import Report
 from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
@@ -171,6 +172,8 @@ def window_section(report: Report | None, latest: bool) -> str:
         return head + f'<p class="status">{escape(report["message"])}</p>'
     if (numeric := report.get("numeric")) is not None:  # the mean, and the distribution
         return head + summary_html(report) + scrolling(numeric_html(report, numeric))
+    if "breakdown" in report:  # every marginal, the two-way ones as heatmaps
+        return head + summary_html(report) + breakdown_html(report)
     if (discovery := report.get("discovery")) is not None:  # the strings listed
         chart = (
             scrolling(chart_svg(report["items"], report["confidence"])) if report["items"] else ""
