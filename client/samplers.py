@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.randomness import Rng, secure_bytes
+from ldptel.client.randomness import Rng, SecureRandom, secure_bytes
 
 #: Blocks of TableSampler's guide: one 16-bit uniform picks a block.
 GUIDE_BLOCKS = 1 << 16
@@ -34,6 +34,9 @@ GUIDE_BLOCKS = 1 << 16
 #: batches for 2 <= k <= 16; the fix-up ~2x faster per report from k ~ 30, in batches from
 #: k ~ 60, and at d = 65,536, k = 17,625 one report takes 0.7 ms against Floyd's 198).
 FLOYD_MAX_SIZE = 16
+#: bernoulli_bits_one continues its undecided coins in Python up to this many bits (16 of
+#: them expected); more go through sample_bernoulli.
+BITS_ONE_MAX = 4096
 #: The start of a subset: Bernoulli(a / 2^b) bits with b at most this (b random words per 64).
 MAX_START_BITS = 8
 #: Costs of the start's random words, of a fix-up draw and of a flip, ns (measured with the
@@ -150,7 +153,10 @@ def bernoulli_bits_one(prob: float, size: int) -> NDArray[np.bool_]:
     CSPRNG: sample_bernoulli's comparison with one read of `size` bytes for the first digit,
     and each byte equal to it (probability 1/256) continued one byte at a time from the
     second digit (`bernoulli_one`'s loop): one report's bit vector without numpy's
-    per-call overhead of a batch."""
+    per-call overhead of a batch. Above BITS_ONE_MAX bits, sample_bernoulli's vectorized
+    continuation (the same law) is cheaper than ~size / 256 steps of Python."""
+    if size > BITS_ONE_MAX:
+        return sample_bernoulli(SecureRandom(), prob, size)
     if prob >= 1.0:
         return np.ones(size, dtype=bool)
     digits = base256_digits(max(prob, 0.0))

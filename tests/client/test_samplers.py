@@ -361,9 +361,15 @@ def test_one_reports_bit_vector_compares_bytes_with_the_digits(
 
 @pytest.mark.parametrize("prob", [0.2689414213699951, 0.25, 0.0003])
 def test_one_reports_bit_vector_has_the_exact_rate(prob: float) -> None:
-    # 2^20 bits from the client's CSPRNG: a sampler stopping at the first digit is 7.5
+    # 2^20 bits from the client's CSPRNG, 4096 a call (the byte-by-byte continuation; larger
+    # vectors take sample_bernoulli's): a sampler stopping at the first digit is 7.5
     # standard deviations off at 0.2689... (test_rate_check_rejects_... above).
-    bits = samplers.bernoulli_bits_one(prob, 1 << 20)
+    size = samplers.BITS_ONE_MAX
+    bits = np.concatenate([samplers.bernoulli_bits_one(prob, size) for _ in range(256)])
+    assert bits.size == 1 << 20
     assert max(abs(z) for z in rate_and_pair_z(bits, prob)) < stats.norm.isf(OS_ALPHA / 4)
     assert not samplers.bernoulli_bits_one(0.0, 64).any()
     assert samplers.bernoulli_bits_one(1.0, 64).all()
+    large = samplers.bernoulli_bits_one(prob, 1 << 18)  # through sample_bernoulli
+    assert large.size == 1 << 18
+    assert abs(rate_and_pair_z(large, prob)[0]) < stats.norm.isf(OS_ALPHA / 4)
