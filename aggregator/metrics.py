@@ -100,6 +100,13 @@ class AggregatorMetrics:
             ["campaign", "shard"],
             registry=r,
         )
+        self.export_failures = Counter(
+            "ldptel_aggregator_export_failures",
+            "Window documents an export (a sink after the store) failed to write; each stays "
+            "owed and is retried on the next pass.",
+            ["sink"],
+            registry=r,
+        )
         self.last_success = Gauge(
             "ldptel_aggregator_last_success_timestamp_seconds",
             "Unix time at which the last successful pass ended.",
@@ -118,6 +125,9 @@ class AggregatorMetrics:
         self.last_success.set(time.time())
         self.ready = True
         self.progress()
+
+    def export_failed(self, sink: str) -> None:
+        self.export_failures.labels(sink).inc()
 
     def failed(self) -> None:
         self.passes_failed.inc()

@@ -19,6 +19,7 @@ from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
     from ldptel.aggregator.reports import ReportOptions
+    from ldptel.aggregator.sinks import WindowSink
     from ldptel.aggregator.worker import PassStats, Worker
 
 __all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
@@ -110,6 +111,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="address of the health server (default 127.0.0.1; 0.0.0.0 in a container)",
     )
+    run_parser.add_argument(
+        "--parquet-dir",
+        default=os.environ.get("LDPTEL_AGGREGATOR_PARQUET_DIR") or None,
+        metavar="DIR",
+        help="also export every window report built as Parquet under DIR/<campaign>/"
+        "window_unix=<start>/ (needs pyarrow; default $LDPTEL_AGGREGATOR_PARQUET_DIR, else off)",
+    )
     run_parser.add_argument("--quiet", action="store_true", help="log warnings only")
     run_parser.add_argument(
         "--json", action="store_true", help="with --once: print the pass's totals as JSON"
@@ -133,6 +141,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON document: totals and every state"
     )
     add_redis_argument(prune_parser)
+    from ldptel.cli.candidates import add_candidates_parser
+
+    add_candidates_parser(sub)
 
 
 @contextmanager
@@ -154,6 +165,10 @@ def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         return run_prune(args)
+    if args.action == "candidates":
+        from ldptel.cli.candidates import run_candidates
+
+        return run_candidates(args)
     from ldptel.aggregator.worker import Worker
     from ldptel.store import logs
 
@@ -175,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
         batch_entries=args.batch_entries,
         lease_ms=args.lease_ms,
         report_options=report_options(args),
+        exports=exports(args),
     )
     with graceful_stop(worker.stop):
         if every is None:
@@ -194,9 +210,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def exports(args: argparse.Namespace) -> list[WindowSink]:
+    """The sinks after the store that the options ask for (aggregator/sinks/)."""
+    if args.parquet_dir is None:
+        return []
+    from ldptel.aggregator.parquet_export import ParquetUnavailableError
+    from ldptel.aggregator.sinks import ParquetSink
+
+    try:
+        return [ParquetSink(args.parquet_dir)]
+    except ParquetUnavailableError as error:
+        raise ParameterError("parquet_dir", str(error)) from None
+
+
 def pass_totals(stats: PassStats) -> dict[str, int]:
     """A pass's totals, for `run --once --json`."""
-    names = ("reports", "entries", "quarantined", "shards", "skipped_shards", "reports_built")
+    names = ("reports", "entries", "quarantined", "shards", "skipped_shards", "reports_built",
+             "export_failures", "exports_redelivered")  # fmt: skip
     return {name: getattr(stats, name) for name in names}
 
 

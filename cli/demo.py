@@ -263,6 +263,7 @@ def fill(
     from ldptel.aggregator.worker import Worker
     from ldptel.client.campaign import CampaignConfig
     from ldptel.collector import create_app
+    from ldptel.store import candidates as stored_candidates
     from ldptel.store.registry import Registry
 
     admin_token = secrets.token_urlsafe(32)
@@ -309,6 +310,10 @@ def fill(
 
     client = redis.Redis.from_url(redis_url)
     stack.callback(client.close)
+    if users.candidates is not None:  # the campaign's dictionary, for every stored window
+        stored_candidates.save(
+            client, users.name, list(users.candidates.values), users.candidates.source
+        )
     stage = Stage("aggregating", show, total=args.n * args.windows, unit="report")
     try:
         Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
@@ -319,7 +324,7 @@ def fill(
     try:
         registry = Registry(client)
         window = list_windows(client, registry, users.name)[-1]
-        document = build_window(client, registry, users.name, window, None, None, users.candidates)
+        document = build_window(client, registry, users.name, window)
         stage.advance()
     finally:
         stage.close()

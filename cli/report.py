@@ -110,8 +110,9 @@ def read_candidates(path: str) -> Candidates:
 
 def discovered_candidates(path: str) -> Candidates:
     """The strings an open-domain report document (`ldptel report --json`) lists."""
-    from ldptel.aggregator.model import DocumentError, from_json
+    from ldptel.aggregator.model import from_json
     from ldptel.aggregator.reports import Candidates
+    from ldptel.aggregator.typed_json import DocumentError
 
     text = read_text(path, "candidates_from")
     try:

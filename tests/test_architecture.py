@@ -55,7 +55,8 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
 #: ldptel.client loads from them on first use. Everything else in ldptel.client is the kernel.
 SDK = {
     "reporter", "sender", "transport", "deadline", "spool", "ledger", "memo", "tree_memo",
-    "statedb", "clock", "status", "settings", "install", "configs",
+    "statedb", "clock", "status", "settings", "install", "configs", "state", "config_cache",
+    "windows", "pipeline", "values", "stats", "lifecycle",
     "Reporter", "Stats", "ReportStatus",
 }  # fmt: skip
 #: The layers that run as servers (or beside them): they may use the kernel of ldptel.client

@@ -131,7 +131,7 @@ def test_a_new_config_dead_letters_old_reports_and_switches(collector, redis_cli
     assert reporter.flush(timeout=20)
     assert reporter.stats()["dead_lettered"] == 3
     deadline = time.monotonic() + 10
-    while reporter._active["colors"].config.config_id != new.config_id:
+    while reporter._configs.active["colors"].config.config_id != new.config_id:
         reporter.report("colors", "red")
         assert time.monotonic() < deadline
         reporter.flush(timeout=1)
