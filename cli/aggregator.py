@@ -15,14 +15,14 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
+from ldptel.cli.report_arguments import add_report_arguments, report_options
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
-    from ldptel.aggregator.reports import ReportOptions
     from ldptel.aggregator.sinks import WindowSink
     from ldptel.aggregator.worker import PassStats, Worker
 
-__all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
+__all__ = ["add_redis_argument", "redis_client"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -38,31 +38,6 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise ParameterError("every", "must be > 0")
     return seconds
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of how reports are built (shared by `aggregator run` and `report`)."""
-    from ldptel.aggregator.consistency import ALIASES, METHODS
-
-    parser.add_argument(
-        "--consistency",
-        default=os.environ.get("LDPTEL_CONSISTENCY", "norm-sub"),
-        choices=[*METHODS, *ALIASES],
-        help="post-processing of the estimates into consistent ones (default norm-sub)",
-    )
-    parser.add_argument(
-        "--min-reports",
-        type=int,
-        default=os.environ.get("LDPTEL_MIN_REPORTS", "100"),
-        metavar="N",
-        help="below N reports a window says 'not enough reports' (default 100)",
-    )
-
-
-def report_options(args: argparse.Namespace) -> ReportOptions:
-    from ldptel.aggregator.reports import ReportOptions
-
-    return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,8 @@ import argparse
 import json
 from typing import Any
 
-from ldptel.cli.aggregator import add_redis_argument, add_report_arguments, redis_client
+from ldptel.cli.redis_option import add_redis_argument, redis_client
+from ldptel.cli.report_arguments import add_report_arguments
 from ldptel.client.errors import ParameterError
 
 
@@ -30,8 +31,8 @@ def add_candidates_parser(sub: Any) -> None:
 
 def run_candidates(args: argparse.Namespace) -> int:
     from ldptel.aggregator.worker import Worker
-    from ldptel.cli.aggregator import report_options
     from ldptel.cli.report import read_candidates
+    from ldptel.cli.report_arguments import report_options
     from ldptel.store import candidates
     from ldptel.store.registry import Registry
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import secrets
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +36,11 @@ from ldptel.cli.demo_data import (
 from ldptel.cli.demo_driver import (
     ADMIN_APP,
     SDK_USERS,
+    Filled,
     admin_post,
     post_reports,
     report_through_sdk,
+    run_step,
 )
 from ldptel.cli.demo_process import (
     SimulatedClock,
@@ -53,7 +53,7 @@ from ldptel.cli.progress import shows_progress
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
-    from ldptel.aggregator.model import WindowDocument
+    pass
 
 
 CAMPAIGN = "demo-screens"
@@ -191,24 +191,6 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("html", f"cannot create {Path(args.html).parent}: {error}") from None
     with sigterm_as_interrupt(), ExitStack() as stack:
         return _demo(args, campaign, stack)
-
-
-def run_step(description: str, show: bool, action: Callable[[], Any]) -> Any:
-    stage = Stage(description, show, total=1)
-    try:
-        result = action()
-        stage.advance()
-        return result
-    finally:
-        stage.close()
-
-
-@dataclass(frozen=True)
-class Filled:
-    """What the demo put in Redis: the campaign's last window document and its true counts."""
-
-    document: WindowDocument
-    true_counts: list[int]
 
 
 def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) -> int:

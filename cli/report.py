@@ -10,12 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ldptel.cli.aggregator import (
-    add_redis_argument,
-    add_report_arguments,
-    redis_client,
-    report_options,
-)
+from ldptel.cli.redis_option import add_redis_argument, redis_client
+from ldptel.cli.report_arguments import add_report_arguments, report_options
 from ldptel.client.errors import ParameterError
 from ldptel.client.labels import check_candidates
 

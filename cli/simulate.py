@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--attributes",
         metavar="NAME:SIZE,...",
         help="a breakdown over 2-8 attributes (e.g. os:4,plan:3,country:5): --oracle auto, "
-        "joint or pairs; with --values-file (a CSV with a header): NAME,... its columns used "
+        "joint, pairs, split or hadamard; with --values-file (a CSV with a header): NAME,... its "
+        "columns used "
         "(docs/breakdowns.md)",
     )
     parser.add_argument(

@@ -50,10 +50,10 @@ from ldptel.client.multi.wire import BreakdownReports
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.oracles.base import check_epsilon, check_int
+from ldptel.client.tree import TreeShape
 from ldptel.client.tree_config import (
     check_tree_fields,
-    tree_shape,
-    with_tree_defaults,
+    tree_defaults,
 )
 from ldptel.client.tree_wire import TreeReports
 
@@ -303,7 +303,10 @@ class CampaignConfig:
         client derives one, and stored, so that neither a later default nor another rounding
         rule can change what an existing campaign's reports mean."""
         if self.memoization == MEMO_TREE and None in (self.horizon_windows, self.max_changes):
-            return with_tree_defaults(self).as_created()
+            horizon, changes = tree_defaults(
+                self.window_seconds, self.horizon_windows, self.max_changes
+            )
+            return replace(self, horizon_windows=horizon, max_changes=changes).as_created()
         oracle = self.build_mechanism()
         if not self.levels:
             derived = {**oracle.fixed_params(), **oracle.derived_params()}
@@ -329,9 +332,18 @@ class CampaignConfig:
         which every config created since they are served does (`as_created`)."""
         epsilon = self.epsilon if epsilon is None else epsilon
         if self.memoization == MEMO_TREE:
-            return TreeReports(replace(tree_shape(self), epsilon=epsilon))
+            return TreeReports(replace(self.tree_shape(), epsilon=epsilon))
         params = {**self.params, **self.level_params.get(level, {})}
         return self.kind.build(self.oracle, epsilon, params)
+
+    def tree_shape(self) -> TreeShape:
+        """The public parameters of a memoization "tree" config's horizons (its horizon and
+        change cap derived if unwritten; one tracked item for a domain of 2)."""
+        horizon, changes = tree_defaults(
+            self.window_seconds, self.horizon_windows, self.max_changes
+        )
+        items = 1 if self.domain_size == 2 else self.domain_size
+        return TreeShape(horizon, changes, self.epsilon, items)
 
     def build_discovery(self, epsilon: float | None = None) -> PrefixExtendingMethod:
         """The Prefix Extending Method of a "pem" campaign (top_k, step_bits, sketch, k, m)."""

@@ -25,8 +25,9 @@ from ldptel.client.labels import check_domain, check_label
 from ldptel.client.memoization import MEMO_NONE, NUMERIC_MEMO_REFUSED
 from ldptel.client.multi.attributes import Attributes
 from ldptel.client.multi.auto import choose_breakdown
-from ldptel.client.multi.mechanisms import BREAKDOWNS
+from ldptel.client.multi.catalog import BREAKDOWNS
 from ldptel.client.multi.wire import BreakdownReports
+from ldptel.client.multi.wire_flat import breakdown_reports
 from ldptel.client.numeric import NumericMechanism, choose_mechanism, numeric_class
 from ldptel.client.numeric.auto import AUTO_NUMERIC
 from ldptel.client.numeric.base import check_range
@@ -232,8 +233,8 @@ class Numeric:
 class Breakdown:
     """Several categorical attributes, one report per user covering all of them under the
     campaign's epsilon (`"attributes": {"os": [...], "plan": [...]}`, 2 to 8, in name order;
-    client/multi/, docs/breakdowns.md), reported by a breakdown mechanism ("joint", "pairs"
-    or "auto")."""
+    client/multi/, docs/breakdowns.md), reported by a breakdown mechanism ("joint", "pairs",
+    "split", "hadamard" or "auto")."""
 
     tag: ClassVar[str] = "breakdown"
     exact_refused: ClassVar[str | None] = BREAKDOWN_MEMO_REFUSED
@@ -285,7 +286,7 @@ class Breakdown:
     def build(self, oracle: str, epsilon: float, params: Mapping[str, Any]) -> BreakdownReports:
         inner = params.get("inner")  # served by a created config (derived_params)
         cls = BREAKDOWNS[oracle]
-        return BreakdownReports(cls(epsilon=epsilon, attributes=self.attributes, inner=inner))
+        return breakdown_reports(cls(epsilon=epsilon, attributes=self.attributes, inner=inner))
 
     def row_index(self, value: object) -> int:
         """A user's value {"os": "ios", "plan": "pro", ...} as its row's index in the joint

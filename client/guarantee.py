@@ -139,7 +139,7 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
     statement = " ".join(sentences)
     if config.memoization == MEMO_TREE:  # client/tree_config.py
         holds_for, discloses = TREE_HOLDS_FOR, TREE_DISCLOSES
-        statement = tree_statement(config, budget.window_epsilon, budget.lifetime_epsilon)
+        statement = tree_statement(config.tree_shape(), budget.lifetime_epsilon)
     return Guarantee(
         memoization=config.memoization,
         per_report_epsilon=per_report,

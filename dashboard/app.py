@@ -21,7 +21,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from ldptel.client.errors import ParameterError
-from ldptel.dashboard import campaign_pages, pages, signin
+from ldptel.dashboard import breakdown_pages, campaign_pages, pages, signin
 from ldptel.dashboard.access import SECURITY_HEADERS, AccessSettings, LoginThrottle, Sessions
 from ldptel.dashboard.campaign_pages import NotFoundError
 from ldptel.dashboard.context import EXTENSION, Dashboard, error_response, token_digest
@@ -61,6 +61,7 @@ def create_app(
         ).start()
     app.register_blueprint(signin.blueprint)
     app.register_blueprint(campaign_pages.blueprint)
+    app.register_blueprint(breakdown_pages.blueprint)
     _register_common(app)
     return app
 

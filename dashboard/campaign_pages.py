@@ -16,7 +16,7 @@ from flask import Blueprint, Response, request
 from ldptel.aggregator.csv_export import write_csv
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
-from ldptel.dashboard import pages
+from ldptel.dashboard import breakdown_pages, pages
 from ldptel.dashboard.change import Change, change
 from ldptel.dashboard.charts import TrendPoint
 from ldptel.dashboard.context import current
@@ -285,6 +285,9 @@ def stored_starts() -> set[int]:
 
 @blueprint.get("/campaigns/<name>")
 def campaign_page(name: str) -> str:
+    if breakdown_pages.is_breakdown(config := current_config(name)):  # its own page
+        body = breakdown_pages.body(name, config)
+        return render_page(name, body, breakdown_pages.SCRIPT, "breakdown")
     shown = view(name)
     selection = shown.selection
     report = None
@@ -327,6 +330,9 @@ def campaign_page(name: str) -> str:
 
 @blueprint.get("/campaigns/<name>/trend.<kind>")
 def trend_download(name: str, kind: str) -> Response:
+    if breakdown_pages.is_breakdown(config := current_config(name)):  # one row per cell
+        cells, about = breakdown_pages.trend_rows(name, config)
+        return download(cells, kind, f"{name}-trend", about)
     shown = view(name)
     rows = [
         trend_row(item, shown.selection.level, shown.unit, point)
@@ -408,7 +414,10 @@ def change_row(found: Change, i: int) -> ChangeRow:
 
 
 def download(
-    rows: list[TrendRow] | list[ChangeRow], kind: str, stem: str, about: Mapping[str, object]
+    rows: list[TrendRow] | list[ChangeRow] | list[breakdown_pages.CellRow],
+    kind: str,
+    stem: str,
+    about: Mapping[str, object],
 ) -> Response:
     """Rows as CSV (one header line; floats in full precision) or JSON (with `about`)."""
     disposition = {"Content-Disposition": f'attachment; filename="{stem}.{kind}"'}

@@ -39,6 +39,10 @@ FOOTERS = {
     "open": "ldptel dashboard (read-only). Each window lists only the candidates whose "
     "unbiased estimate clears its release threshold, with their exact variance and "
     "confidence intervals. Windows with too few reports are listed, never plotted.",
+    "breakdown": "ldptel dashboard (read-only). Each cell is an unbiased count of users with "
+    "its exact variance and the confidence interval its report states; consistent counts are "
+    "post-processed (non-negative, summing to n, agreeing across marginals), cost no privacy "
+    "and are biased. Windows with too few reports are listed, never plotted.",
     "numeric": "ldptel dashboard (read-only). The mean is an unbiased estimate with the "
     "standard error and confidence interval each report states, drawn clipped to the "
     "campaign's range. Windows with too few reports are listed, never plotted.",

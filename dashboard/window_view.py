@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from html import escape
 from statistics import NormalDist
 
-from ldptel.aggregator.breakdown_html import breakdown_html
 from ldptel.aggregator.model import Report
 from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
 from ldptel.aggregator.table import discovery_sentence, value_text
@@ -165,8 +164,6 @@ def window_section(
     body = tiles(report, raw)
     if raw.kind == "numeric":
         body += numeric_section(report, raw)
-    elif "breakdown" in report:  # every marginal, the two-way ones as heatmaps
-        body += f'<div class="scroll">{breakdown_html(report)}</div>'
     elif (discovery := report.get("discovery")) is not None:
         if shown.items:
             body += responsive(lambda width: bars_svg(shown, unit, width))

@@ -10,7 +10,7 @@ two-way marginal, each cell unbiased with its exact variance.
 
 Both are estimated through one formula. A marginal cell is a set S of cells of an inner
 oracle's domain; a user in a group of n_j reports whose true value is in S contributes
-variance v_in, one outside v_out (`_set_variances`). With the groups' true counts m_j of S
+variance v_in, one outside v_out (`set_variances`). With the groups' true counts m_j of S
 and M = sum n_j reports used, the estimate n/M sum_j c~_j(S) is unbiased given the group sizes
 (the groups are a uniform random partition), with variance
   (n/M)^2 [sum_j n_j (f v_in_j + (1 - f) v_out_j) + M f (1 - f) (n - M)/(n - 1)],
@@ -72,7 +72,7 @@ def served_inner(epsilon: float, domain_size: int, served: object) -> PureOracle
         raise ParameterError("params.inner", str(error)) from error
 
 
-def _served_list(inner: object, count: int) -> list[object]:
+def served_list(inner: object, count: int) -> list[object]:
     """A config's `params.inner` (one entry per inner oracle), or None each if not given."""
     if inner is None:
         return [None] * count
@@ -81,7 +81,7 @@ def _served_list(inner: object, count: int) -> list[object]:
     return list(inner)
 
 
-def _set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
+def set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
     """Per-report variance of the estimated count of a set of `size` items, for a report
     whose true item is in the set (v_in) and one whose item is not (v_out)."""
     p, q = oracle.p_star, oracle.q_star
@@ -156,6 +156,11 @@ class Breakdown(ABC):
         """The inner oracles, in state order."""
 
     @property
+    def inner_names(self) -> tuple[str, ...]:
+        """The inner oracles' names (sorted, distinct), as `auto` and `simulate` print them."""
+        return tuple(sorted({oracle.name for oracle in self.inners}))
+
+    @property
     def epsilon(self) -> float:
         """One report's guarantee: the largest inner oracle's (a report is one inner
         oracle's report, and for `pairs` also the pair, drawn independently of the row)."""
@@ -185,14 +190,39 @@ class Breakdown(ABC):
     def perturb_row(self, row: Sequence[int]) -> WireReport:
         """One user's report from the OS CSPRNG (the SDK's path)."""
 
+    def estimable(self, which: tuple[int, ...]) -> bool:
+        return 1 <= len(which) <= len(self.attributes.names)
+
+    @abstractmethod
+    def marginal(self, state: NDArray[np.int64], which: Sequence[int]) -> Marginal:
+        """Marginal over attribute positions `which` (sorted), from a window's state."""
+
+    @abstractmethod
+    def exact_variance(
+        self, n: int, which: Sequence[int], frequencies: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Exact variance of marginal `which`'s cells (row-major) for n users whose rows
+        have the marginal's true cell frequencies `frequencies`."""
+
+    def _check(self, which: Sequence[int]) -> tuple[int, ...]:
+        which = tuple(int(a) for a in which)
+        if list(which) != sorted(set(which)) or not self.estimable(which):
+            raise ParameterError("attributes", f"{self.name} does not estimate {which}")
+        return which
+
+    def _names(self, which: tuple[int, ...]) -> tuple[str, ...]:
+        return tuple(self.attributes.names[a] for a in which)
+
+
+class GroupedBreakdown(Breakdown):
+    """A mechanism whose marginal cell is a set of inner cells estimated by groups of
+    reports (`joint`, `pairs`: the module docstring's estimate and variance)."""
+
     @abstractmethod
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
         """The groups estimating marginal `which` (None: sizes only, estimates empty)."""
-
-    def estimable(self, which: tuple[int, ...]) -> bool:
-        return 1 <= len(which) <= len(self.attributes.names)
 
     def marginal(self, state: NDArray[np.int64], which: Sequence[int]) -> Marginal:
         """Marginal over attribute positions `which` (sorted), from a window's state."""
@@ -215,8 +245,7 @@ class Breakdown(ABC):
     def exact_variance(
         self, n: int, which: Sequence[int], frequencies: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        """Exact variance of marginal `which`'s cells with true cell frequencies
-        `frequencies`, at the groups' expected sizes (n / pairs for `pairs`)."""
+        """At the groups' expected sizes (n / pairs for `pairs`)."""
         groups = self.groups(self._check(which), None)
         return combine_variance(
             n,
@@ -225,15 +254,6 @@ class Breakdown(ABC):
             [g.var_out for g in groups],
             frequencies,
         )
-
-    def _check(self, which: Sequence[int]) -> tuple[int, ...]:
-        which = tuple(int(a) for a in which)
-        if list(which) != sorted(set(which)) or not self.estimable(which):
-            raise ParameterError("attributes", f"{self.name} does not estimate {which}")
-        return which
-
-    def _names(self, which: tuple[int, ...]) -> tuple[str, ...]:
-        return tuple(self.attributes.names[a] for a in which)
 
     def _sum_cells(
         self, cells: NDArray[np.float64], dims: tuple[int, ...], keep: tuple[int, ...]
@@ -247,14 +267,14 @@ class Breakdown(ABC):
         return math.prod(self.attributes.sizes[a] for a in dims if a not in keep)
 
 
-class JointBreakdown(Breakdown):
+class JointBreakdown(GroupedBreakdown):
     """One oracle over the joint domain (row-major index of the row)."""
 
     name = "joint"
 
     def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
-        [served] = _served_list(inner, 1)
+        [served] = served_list(inner, 1)
         self.oracle = served_inner(self.requested_epsilon, attributes.joint_size, served)
 
     @property
@@ -273,7 +293,7 @@ class JointBreakdown(Breakdown):
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
         dims = tuple(range(len(self.attributes.names)))
-        var_in, var_out = _set_variances(self.oracle, self._set_size(dims, which))
+        var_in, var_out = set_variances(self.oracle, self._set_size(dims, which))
         if parts is None:
             return [Group(1, np.empty(0), var_in, var_out)]
         n, support = parts[0]
@@ -281,7 +301,7 @@ class JointBreakdown(Breakdown):
         return [Group(n, self._sum_cells(cells, dims, which), var_in, var_out)]
 
 
-class PairsBreakdown(Breakdown):
+class PairsBreakdown(GroupedBreakdown):
     """Each user draws one of the C(k, 2) attribute pairs uniformly (independently of the
     row) and reports `{"pair": j, ...}`: pair j's cell through its inner oracle at full
     epsilon. One- and two-way marginals only."""
@@ -291,7 +311,7 @@ class PairsBreakdown(Breakdown):
     def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
         sizes, pairs = attributes.sizes, attributes.pairs
-        served = _served_list(inner, len(pairs))
+        served = served_list(inner, len(pairs))
         self.oracles = tuple(
             served_inner(self.requested_epsilon, sizes[a] * sizes[b], own)
             for (a, b), own in zip(pairs, served, strict=True)
@@ -331,7 +351,7 @@ class PairsBreakdown(Breakdown):
         for j, pair in enumerate(self.attributes.pairs):
             if not set(which) <= set(pair):
                 continue
-            var_in, var_out = _set_variances(self.oracles[j], self._set_size(pair, which))
+            var_in, var_out = set_variances(self.oracles[j], self._set_size(pair, which))
             if parts is None:
                 result.append(Group(share, np.empty(0), var_in, var_out))
                 continue
@@ -339,6 +359,3 @@ class PairsBreakdown(Breakdown):
             cells = self.oracles[j].estimate(support, n)
             result.append(Group(n, self._sum_cells(cells, pair, which), var_in, var_out))
         return result
-
-
-BREAKDOWNS: dict[str, type[Breakdown]] = {"joint": JointBreakdown, "pairs": PairsBreakdown}

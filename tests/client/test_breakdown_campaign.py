@@ -47,12 +47,15 @@ INSTALLS = [
 
 
 @pytest.fixture
-def collector(redis_url: str, redis_client: Any) -> Iterator[dict[str, Any]]:
-    """The collector with the campaign (after redis_client, which empties the server)."""
+def collector(
+    redis_url: str, redis_client: Any, request: pytest.FixtureRequest
+) -> Iterator[dict[str, Any]]:
+    """The collector with the campaign (after redis_client, which empties the server), its
+    oracle "auto" unless the test names one (indirect parametrization)."""
     app = create_app({"redis_url": redis_url, "admin_token": ADMIN_TOKEN, "rate_limit": 0})
     server = ServerThread(app)
     api = Api(server.url)
-    config_id = api.create_campaign(CAMPAIGN)
+    config_id = api.create_campaign({**CAMPAIGN, "oracle": getattr(request, "param", "auto")})
     yield {"api": api, "url": server.url, "token": api.create_token(), "config_id": config_id}
     server.stop()
 
@@ -96,6 +99,29 @@ def test_the_collector_names_the_report_and_field_it_refuses(collector: dict[str
         assert response.json()["error"]["field"] == field
 
 
+@pytest.mark.parametrize(
+    ("collector", "field"),
+    [("split", "reports[1].plan.y"), ("hadamard", "reports[1].coef")],
+    indirect=["collector"],
+)
+def test_the_collector_names_the_field_of_split_and_hadamard_reports(
+    collector: dict[str, Any], field: str
+) -> None:
+    body = {"campaign": "crashes", "config_id": collector["config_id"]}
+    if field.endswith("coef"):
+        good, bad = {"coef": 0, "bit": 1}, {"coef": 64, "bit": 0}
+    else:
+        good = {"os.y": 0, "plan.y": 0, "country.y": 0}
+        bad = {**good, "plan.y": 3}
+    for report, name, code in ((bad, field, 400), ({**good, "pair": 0}, "reports[1].pair", 400)):
+        response = collector["api"].post_reports(
+            collector["token"], {**body, "reports": [good, report]}
+        )
+        assert response.status_code == code, response.text
+        assert response.json()["error"]["field"] == name
+
+
+@pytest.mark.parametrize("collector", ["auto", "split", "hadamard"], indirect=True)
 def test_the_window_report_holds_every_marginal_within_its_stated_error(
     collector: dict[str, Any], redis_client: Any
 ) -> None:
