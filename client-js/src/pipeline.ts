@@ -5,13 +5,13 @@
  * throws; `Reporter.report` turns every exception into a ReportStatus.
  */
 
+import type { Batches, Joined } from "./batches.js";
 import type { CampaignConfig } from "./config.js";
 import type { ConfigCache } from "./config_cache.js";
 import { LdptelError, type ReportStatus } from "./errors.js";
 import { charge } from "./ledger.js";
 import type { Randomness } from "./random.js";
 import { spend } from "./randomize.js";
-import type { Batches, Joined } from "./batches.js";
 import type { Sender } from "./sender.js";
 import { type Settings, isBrowser } from "./settings.js";
 import { type SpoolRow, dropOldest, now, pad, readMeta } from "./spool.js";

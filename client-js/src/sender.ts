@@ -5,12 +5,12 @@
  * errors told to onError, `flush`, and the page-hide posts with fetch keepalive.
  */
 
+import { type Batches, KEEPALIVE_BYTES } from "./batches.js";
 import type { ServerClock } from "./clock.js";
 import type { ConfigCache } from "./config_cache.js";
 import { DeliveryError } from "./errors.js";
 import type { Link } from "./link.js";
 import type { Randomness } from "./random.js";
-import { type Batches, KEEPALIVE_BYTES } from "./batches.js";
 import type { Settings } from "./settings.js";
 import { type BatchRow, type SpoolRow, now, readMeta } from "./spool.js";
 import type { State } from "./state.js";
