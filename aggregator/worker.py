@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ldptel.aggregator.lease import Lease
+from ldptel.aggregator.memory import keep_freed_memory
 from ldptel.aggregator.model import WindowDocument
 from ldptel.aggregator.reports import ReportOptions, build_window, list_windows, load_window
 from ldptel.aggregator.shard import ShardStep, StepResult
@@ -92,6 +93,7 @@ class Worker:
         metrics: AggregatorMetrics | None = None,
         exports: Sequence[WindowSink] = (),
     ) -> None:
+        keep_freed_memory()  # steps reuse what the last one freed (aggregator/memory.py)
         self.client = client
         self.registry = Registry(client)
         self.worker_id = worker_id or default_worker_id()

@@ -6,12 +6,18 @@
   alone (the decoder before issue 31);
 - sketch: `oracle.support` CPU per byte of packed report, CMS and HCMS against OUE;
 - device: one report of an open-domain string (cms, hcms, olh, pem) and OUE at d = 65,536,
-  `oracle.perturb*` alone and through `Reporter.report` (SQLite spool included).
+  `oracle.perturb*` alone and through `Reporter.report` (SQLite spool included), beside DE at
+  d = 64 (scalar draws of a few bytes: the report() path's own floor);
+- pass: one aggregator `Worker` pass over 200,000 OUE reports at d = 1,024 on a private
+  redis-server: worker CPU (user and kernel), redis-server CPU, wall time, minor page faults.
 
 CPU time of this process (time.process_time), interleaved, median of 3 repetitions; compare
-the ratios of one run, not absolute times across runs (the machine is shared).
+the ratios of one run, not absolute times across runs (the machine is shared). `--before REV`
+runs the sections on the library of commit REV (`git archive`) and on this checkout, in child
+processes taking turns (before, after, three times), and prints each figure's medians.
 
-    .venv/bin/python benchmarks/hot_paths.py [decode|sketch|device ...] [--json]
+    .venv/bin/python benchmarks/hot_paths.py [decode|sketch|device|idle|pass ...] [--json]
+        [--before REV]
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ import contextlib
 import functools
 import json
 import os
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -229,11 +238,15 @@ def offline_reporter(state_dir: Path, data: dict[str, Any]) -> Reporter:
     return reporter
 
 
+LABELS_64 = [f"v{i}" for i in range(64)]
+
+
 def device_rows(calls: int = 2000) -> list[dict[str, Any]]:
     cases: list[tuple[str, dict[str, Any]]] = [
         (oracle, {"name": oracle, "oracle": oracle, "epsilon": 1.0, "max_length": 64})
         for oracle in ("cms", "hcms", "olh", "pem")
     ]
+    cases.append(("de", {"name": "de", "oracle": "de", "epsilon": 1.0, "domain": LABELS_64}))
     cases.append(
         (
             "oue",
@@ -259,10 +272,10 @@ def device_row(state_dir: Path, data: dict[str, Any], calls: int) -> dict[str, A
         def perturb(i: int) -> object:
             return draw(values[i], rng)
     else:
-        values = list(data["domain"][:calls])
+        values = [data["domain"][i % len(data["domain"])] for i in range(calls)]
 
         def perturb(i: int) -> object:
-            return built.perturb(i, rng)
+            return built.perturb(i % config.domain_size, rng)
 
     reporter = offline_reporter(state_dir, data)
 
@@ -337,12 +350,84 @@ def idle_rows(counts: tuple[int, ...] = (1, 101), passes: int = 5) -> list[dict[
     return rows
 
 
+# -- where aggregation waits ------------------------------------------------------------------
+
+
+def pass_rows(n: int = 200_000) -> list[dict[str, Any]]:
+    """One Worker pass over n OUE reports (d = 1,024) in 1000-report entries, 3 times (a
+    fresh stream each): this process's CPU in user mode and in the kernel (getrusage), its
+    minor page faults, redis-server's CPU (INFO cpu) and the pass's wall time; medians."""
+    from aggregate import fill, redis_cpu_seconds, register
+
+    from ldptel.aggregator.worker import Worker
+    from ldptel.store.redis_server import RedisServer
+
+    samples = []
+    config = CampaignConfig.from_dict(
+        {"name": "pass-oue", "oracle": "oue", "epsilon": 1.0,
+         "domain": [f"v{i}" for i in range(1024)]}
+    )  # fmt: skip
+    with RedisServer(appendonly=False) as server:
+        client = redis.Redis.from_url(server.url)
+        for _ in range(REPEATS):
+            client.flushdb()
+            register(client, config)
+            fill(client, config, n)
+            worker = Worker(client, build_reports=False)
+            before, redis_cpu = resource.getrusage(resource.RUSAGE_SELF), redis_cpu_seconds(client)
+            wall = time.perf_counter()
+            assert worker.run_pass().reports == n
+            wall = time.perf_counter() - wall
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+            samples.append({
+                "worker_user_s": user, "worker_sys_s": system,
+                "redis_cpu_s": redis_cpu_seconds(client) - redis_cpu, "wall_s": wall,
+                "wall_vs_cpu": wall / (user + system),
+                "minor_faults": float(after.ru_minflt - before.ru_minflt),
+            })  # fmt: skip
+    medians = {name: statistics.median(row[name] for row in samples) for name in samples[0]}
+    return [{"oracle": "oue", "d": 1024, "n": n, **medians}]
+
+
 SECTIONS = {
     "decode": decode_rows,
     "sketch": sketch_rows,
     "device": device_rows,
     "idle": idle_rows,
+    "pass": pass_rows,
 }
+
+
+def before_after(rev: str, sections: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each section on commit `rev`'s library and on this checkout's, in child processes
+    taking turns, REPEATS times; per row, each numeric figure's median before and after."""
+    root = Path(__file__).resolve().parents[1]
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as old:
+        archive = subprocess.run(["git", "archive", rev], cwd=root, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        for _ in range(REPEATS):
+            for name, tree in (("before", old), ("after", str(root))):
+                command = [sys.executable, str(Path(__file__).resolve()), *sections, "--json"]
+                env = {**os.environ, "PYTHONPATH": tree}  # cwd too: it precedes PYTHONPATH
+                done = subprocess.run(
+                    command, cwd=tree, env=env, capture_output=True, text=True, check=True
+                )
+                runs[name].append(json.loads(done.stdout))
+    results: dict[str, list[dict[str, Any]]] = {}
+    for section in sections:
+        rows = []
+        for i, row in enumerate(runs["after"][0][section]):
+            merged = {k: v for k, v in row.items() if not isinstance(v, float)}
+            for key in (k for k, v in row.items() if isinstance(v, float)):
+                for name, results_of in runs.items():
+                    merged[f"{key} {name}"] = statistics.median(
+                        r[section][i][key] for r in results_of
+                    )
+            rows.append(merged)
+        results[section] = rows
+    return results
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -358,9 +443,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sections", nargs="*", choices=[[], *SECTIONS], default=list(SECTIONS))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--before", metavar="REV", help="compare with commit REV's library")
     args = parser.parse_args()
     load = os.getloadavg()
-    results = {name: SECTIONS[name]() for name in args.sections or SECTIONS}
+    sections = args.sections or list(SECTIONS)
+    if args.before:
+        results = before_after(args.before, sections)
+    else:
+        results = {name: SECTIONS[name]() for name in sections}
     if args.json:
         print(json.dumps({"load_average": load, **results}, indent=2))
         return

@@ -81,9 +81,33 @@ Value = int | float | str
 MemoIndex = int | str
 
 
+#: The characters json.dumps writes as they are ("ensure_ascii": printable ASCII but the
+#: quote and the backslash).
+_JSON_PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
+
+
 def wire_json(report: WireReport) -> str:
-    """A wire report as compact JSON (what the spool stores and the sender concatenates)."""
-    return json.dumps(report, separators=(",", ":"))
+    """A wire report as compact JSON (what the spool stores and the sender concatenates):
+    json.dumps(report, separators=(",", ":")), the same text. A flat report of ints and
+    plain texts (base64 bit vectors: a 65,536-bit OUE report is 10,924 characters, which
+    json.dumps scans at ~3 ns each) is joined directly after one C pass over its texts."""
+    parts = []
+    for name, value in report.items():
+        if type(value) is int:
+            text = str(value)
+        elif type(value) is str and _plain(value):
+            text = f'"{value}"'
+        else:
+            return json.dumps(report, separators=(",", ":"))
+        if type(name) is not str or not _plain(name):
+            return json.dumps(report, separators=(",", ":"))
+        parts.append(f'"{name}":{text}')
+    return "{" + ",".join(parts) + "}"
+
+
+def _plain(text: str) -> bool:
+    """Whether json.dumps writes `text` as it is (between quotes)."""
+    return text.isascii() and not text.encode("ascii").translate(None, _JSON_PLAIN)
 
 
 class Randomizer:

@@ -20,13 +20,12 @@ from __future__ import annotations
 import functools
 import math
 import os
-import secrets
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.randomness import Rng
+from ldptel.client.randomness import Rng, SecureRandom, secure_bytes
 
 #: Blocks of TableSampler's guide: one 16-bit uniform picks a block.
 GUIDE_BLOCKS = 1 << 16
@@ -35,6 +34,9 @@ GUIDE_BLOCKS = 1 << 16
 #: batches for 2 <= k <= 16; the fix-up ~2x faster per report from k ~ 30, in batches from
 #: k ~ 60, and at d = 65,536, k = 17,625 one report takes 0.7 ms against Floyd's 198).
 FLOYD_MAX_SIZE = 16
+#: bernoulli_bits_one continues its undecided coins in Python up to this many bits (16 of
+#: them expected); more go through sample_bernoulli.
+BITS_ONE_MAX = 4096
 #: The start of a subset: Bernoulli(a / 2^b) bits with b at most this (b random words per 64).
 MAX_START_BITS = 8
 #: Costs of the start's random words, of a fix-up draw and of a flip, ns (measured with the
@@ -134,17 +136,52 @@ def bernoulli_one(prob: float) -> bool:
     path, where numpy's per-call overhead is most of the cost)."""
     if prob >= 1.0:
         return True
-    for digit in base256_digits(max(prob, 0.0)):
+    return _below_digits(base256_digits(max(prob, 0.0)))
+
+
+def _below_digits(digits: tuple[int, ...]) -> bool:
+    """[U < 0.D1 D2 ... DL] for a fresh uniform U, one OS CSPRNG byte per digit compared."""
+    for digit in digits:
         byte = os.urandom(1)[0]
         if byte != digit:
             return byte < digit
     return False
 
 
+def bernoulli_bits_one(prob: float, size: int) -> NDArray[np.bool_]:
+    """`size` independent bits, each 1 with probability exactly `prob`, from the client's
+    CSPRNG: sample_bernoulli's comparison with one read of `size` bytes for the first digit,
+    and each byte equal to it (probability 1/256) continued one byte at a time from the
+    second digit (`bernoulli_one`'s loop): one report's bit vector without numpy's
+    per-call overhead of a batch. Above BITS_ONE_MAX bits, sample_bernoulli's vectorized
+    continuation (the same law) is cheaper than ~size / 256 steps of Python."""
+    if size > BITS_ONE_MAX:
+        return sample_bernoulli(SecureRandom(), prob, size)
+    if prob >= 1.0:
+        return np.ones(size, dtype=bool)
+    digits = base256_digits(max(prob, 0.0))
+    if not digits:
+        return np.zeros(size, dtype=bool)
+    raw = secure_bytes(size)
+    bits = np.frombuffer(raw, dtype=np.uint8) < digits[0]
+    first, rest = bytes(digits[:1]), digits[1:]
+    index = raw.find(first)
+    while index >= 0:  # ~size / 256 of them: bytes.find beats numpy's nonzero here
+        bits[index] = _below_digits(rest)
+        index = raw.find(first, index + 1)
+    return bits
+
+
 def uniform_below_one(upper: int) -> int:
-    """One integer uniform on [0, upper) from the OS CSPRNG, exactly (secrets.randbelow:
-    rejection sampling on uniform bits)."""
-    return secrets.randbelow(upper)
+    """One integer uniform on [0, upper) (upper >= 1) from the OS CSPRNG, exactly: the
+    leading b = bit_length(upper - 1) bits of fresh bytes, rejected while >= upper (as
+    secrets.randbelow, without its extra bit at a power of two, nor its Python layers)."""
+    bits = (upper - 1).bit_length()
+    size = (bits + 7) >> 3
+    while True:
+        value = int.from_bytes(os.urandom(size), "little") >> (8 * size - bits)
+        if value < upper:
+            return value
 
 
 def sample_bernoulli_words(rng: Rng, a: int, b: int, size: int) -> NDArray[np.uint64]:

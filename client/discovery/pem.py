@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from ldptel.client.discovery.threshold import candidates_threshold
 from ldptel.client.errors import ParameterError
-from ldptel.client.hashing import item_keys
+from ldptel.client.hashing import item_key, item_keys
 from ldptel.client.oracles.base import (
     Field,
     ReportBatch,
@@ -56,8 +56,8 @@ from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.cms import CountMeanSketch
 from ldptel.client.oracles.hcms import HadamardCountMeanSketch
 from ldptel.client.oracles.sketch import SketchOracle
-from ldptel.client.randomness import Rng, default_rng
-from ldptel.client.samplers import sample_uniform_below
+from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.samplers import sample_uniform_below, uniform_below_one
 
 SKETCHES: dict[str, type[SketchOracle]] = {
     "cms": CountMeanSketch,
@@ -83,8 +83,8 @@ MAX_LENGTH = 1024
 MAX_CANDIDATES = 1 << 18
 
 
-def padded_bits(value: str, max_length: int) -> str:
-    """The value as 8 max_length characters '0'/'1': its UTF-8 bytes, zero-padded."""
+def value_bytes(value: str, max_length: int) -> bytes:
+    """The UTF-8 bytes of a value, checked: at most max_length of them, no NUL."""
     if not isinstance(value, str):
         raise ParameterError("value", f"must be a string, got {type(value).__name__}")
     data = value.encode("utf-8")
@@ -94,7 +94,21 @@ def padded_bits(value: str, max_length: int) -> str:
         )
     if b"\0" in data:
         raise ParameterError("value", "must not contain NUL (it pads values)")
+    return data
+
+
+def padded_bits(value: str, max_length: int) -> str:
+    """The value as 8 max_length characters '0'/'1': its UTF-8 bytes, zero-padded."""
+    data = value_bytes(value, max_length)
     return "".join(f"{byte:08b}" for byte in data.ljust(max_length, b"\0"))
+
+
+def prefix_label(data: bytes, bits: int) -> str:
+    """padded_bits(value)[:bits] from the value's checked bytes (`value_bytes`), reading only
+    the bytes the prefix covers."""
+    size = -(-bits // 8)
+    number = int.from_bytes(data[:size].ljust(size, b"\0"), "big")
+    return format(number, f"0{8 * size}b")[:bits]
 
 
 def prefix_bytes(label: str) -> tuple[bytes, str]:
@@ -243,8 +257,16 @@ class PrefixExtendingMethod(ReportMechanism):
 
     # -- client ----------------------------------------------------------------------------
     def perturb(self, value: str, rng: Rng | None = None) -> WireReport:
-        """One user's report {"group": g, ...the sketch report}; OS CSPRNG by default."""
-        return self.encode(self.perturb_values([value], rng or default_rng()))[0]
+        """One user's report {"group": g, ...the sketch report}. From the client's CSPRNG by
+        default, with scalar draws of `perturb_values`' law (the SDK's path): the group, then
+        the sketch's report of the prefix (`perturb_key`); another source goes through
+        `perturb_values`."""
+        if rng is not None and not isinstance(rng, SecureRandom):
+            return self.encode(self.perturb_values([value], rng))[0]
+        data = value_bytes(value, self.max_length)
+        group = uniform_below_one(self.groups)
+        label = prefix_label(data, self.lengths[group])
+        return {"group": group, **self.oracle.perturb_key(item_key(label))}
 
     def perturb_values(self, values: Sequence[str], rng: Rng) -> ReportBatch:
         """Many users' reports at once (simulations, load generators): each user's group,

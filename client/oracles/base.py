@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError, ReportError
-from ldptel.client.hashing import item_keys
+from ldptel.client.hashing import item_key, item_keys
 from ldptel.client.randomness import Rng, SecureRandom, default_rng
 
 ReportBatch = dict[str, NDArray[Any]]
@@ -383,9 +383,18 @@ class KeyedOracle(FrequencyOracle):
         """Randomize values given by their item keys, each independently."""
 
     def perturb_string(self, value: str, rng: Rng | None = None) -> WireReport:
-        """Randomize one string, in the domain or not; OS CSPRNG by default."""
-        batch = self.perturb_keys(item_keys([value]), rng or default_rng())
-        return self.encode(batch)[0]
+        """Randomize one string, in the domain or not. From the client's CSPRNG by default,
+        through `perturb_key` (the SDK's path); another source goes through `perturb_keys`."""
+        if rng is None or isinstance(rng, SecureRandom):
+            return self.perturb_key(item_key(value))
+        return self.encode(self.perturb_keys(item_keys([value]), rng))[0]
+
+    def perturb_key(self, key: int) -> WireReport:
+        """One report of an item key from the client's CSPRNG. The oracles override it with
+        scalar draws of `perturb_keys`' exact law (one report through numpy is mostly its
+        per-call overhead)."""
+        keys = np.array([key], dtype=np.uint64)
+        return self.encode(self.perturb_keys(keys, default_rng()))[0]
 
 
 class ReportLog(ABC):

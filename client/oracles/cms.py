@@ -16,6 +16,7 @@ row-major); with v~ = 2 bit - 1, (1/k) sum_j M[j, h_j(v)] = (sum_j S[j, h_j(v)] 
 
 from __future__ import annotations
 
+import binascii
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ldptel.client.hashing import lh_hash_scalar
 from ldptel.client.oracles.base import (
     Field,
     ReportBatch,
@@ -41,7 +43,12 @@ from ldptel.client.oracles.unary import (
     unpack_bits,
 )
 from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_uniform_below
+from ldptel.client.samplers import (
+    bernoulli_bits_one,
+    bernoulli_one,
+    sample_uniform_below,
+    uniform_below_one,
+)
 
 # Reports of one row summed at once: a byte counter holds 255.
 _ROW_BLOCK = 255
@@ -101,6 +108,15 @@ class CountMeanSketch(SketchOracle):
         rows = sample_uniform_below(rng, self.k, keys.size)
         bits = perturb_unary(rng, self.key_buckets(keys, rows), self.m, self.p, self.q)
         return {"j": rows.astype(np.uint16), "bits": bits}
+
+    def perturb_key(self, key: int) -> WireReport:
+        # perturb_keys' law with one report's draws: the row uniform, the m q-coins from one
+        # read, the own cell's coin replaced by a p-coin (as perturb_unary does).
+        row = uniform_below_one(self.k)
+        bits = bernoulli_bits_one(self.q, self.m)
+        bits[lh_hash_scalar(key, row) % self.m] = bernoulli_one(self.p)
+        text = binascii.b2a_base64(np.packbits(bits).tobytes(), newline=False).decode("ascii")
+        return {"j": row, "bits": text}
 
     # -- wire ------------------------------------------------------------------------------
     def encode(self, batch: ReportBatch) -> list[WireReport]:

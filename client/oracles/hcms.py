@@ -22,12 +22,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError
+from ldptel.client.hashing import lh_hash_scalar
 from ldptel.client.oracles.base import Field, ReportBatch, WireReport, check_probability
 from ldptel.client.oracles.batch_decode import decode_int_fields
 from ldptel.client.oracles.hr import fwht, parity
 from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
 from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_bernoulli, sample_uniform_below
+from ldptel.client.samplers import (
+    bernoulli_one,
+    sample_bernoulli,
+    sample_uniform_below,
+    uniform_below_one,
+)
 
 # The direct (sparse) estimate evaluates about this many (cell, item) pairs at a time.
 _CHUNK_PAIRS = 1 << 20
@@ -108,6 +114,13 @@ class HadamardCountMeanSketch(SketchOracle):
             "l": columns.astype(np.uint16),
             "bit": positive.astype(np.uint8),
         }
+
+    def perturb_key(self, key: int) -> WireReport:
+        # perturb_keys' law with scalar draws: j, l uniform, the sign flipped w.p. f.
+        row, column = uniform_below_one(self.k), uniform_below_one(self.m)
+        flipped = bernoulli_one(self.flip)
+        positive = (column & (lh_hash_scalar(key, row) % self.m)).bit_count() % 2 == 0
+        return {"j": row, "l": column, "bit": int(positive != flipped)}
 
     # -- wire ------------------------------------------------------------------------------
     def encode(self, batch: ReportBatch) -> list[WireReport]:

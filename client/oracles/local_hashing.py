@@ -152,9 +152,12 @@ class LocalHashing(PureOracle, KeyedOracle):
 
     # -- client ----------------------------------------------------------------------------
     def perturb_one(self, value: int) -> WireReport:
-        # perturb_batch's law with scalar draws (the SDK's per-report path).
+        return self.perturb_key(int(self._keys[value]))
+
+    def perturb_key(self, key: int) -> WireReport:
+        # perturb_keys' law with scalar draws (the SDK's per-report path).
         seed = uniform_below_one(SEED_LIMIT)
-        x = lh_hash_scalar(int(self._keys[value]), seed) % self.g
+        x = lh_hash_scalar(key, seed) % self.g
         if bernoulli_one(self.p):
             return {"seed": seed, "y": x}
         other = uniform_below_one(self.g - 1)

@@ -30,8 +30,8 @@ from ldptel.client.oracles.base import (
     check_reports,
 )
 from ldptel.client.oracles.batch_decode import decode_base64_column
-from ldptel.client.randomness import Rng
-from ldptel.client.samplers import sample_bernoulli
+from ldptel.client.randomness import Rng, SecureRandom
+from ldptel.client.samplers import bernoulli_one, sample_bernoulli
 
 #: BYTE_BITS[b] is the 8 bits of byte value b, most significant first (packbits' order).
 BYTE_BITS: NDArray[np.int64] = np.unpackbits(
@@ -248,6 +248,15 @@ class UnaryEncoding(PureOracle):
 
     def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
         return {"bits": perturb_unary(rng, values, self.domain_size, self.p, self.q)}
+
+    def perturb_one(self, value: int) -> WireReport:
+        # perturb_unary's law for one report: d q-coins (one CSPRNG read), the true bit's
+        # replaced by a p-coin.
+        bits = sample_bernoulli(SecureRandom(), self.q, self.domain_size)
+        bits[value] = bernoulli_one(self.p)
+        return {
+            "bits": binascii.b2a_base64(np.packbits(bits).tobytes(), newline=False).decode("ascii")
+        }
 
     def encode(self, batch: ReportBatch) -> list[WireReport]:
         return [{"bits": text} for text in encode_bit_vectors(batch["bits"])]

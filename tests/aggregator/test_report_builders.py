@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from stream_entries import make_config, register, simulate
 
-from ldptel.aggregator import worker as worker_module
 from ldptel.aggregator.reports import load_window
+from ldptel.aggregator.sinks import store as store_sink
 from ldptel.aggregator.worker import Worker
 
 WINDOW = 1_700_006_400
@@ -29,7 +29,7 @@ def test_a_slow_builder_does_not_leave_a_stale_report(redis_client: Any, monkeyp
     Worker(redis_client, build_reports=False).run_pass()  # 300 reports applied, report pending
 
     built, resume = threading.Event(), threading.Event()
-    store = worker_module.store_window
+    store = store_sink.store_window
 
     def slow_store(client: Any, document: Any) -> None:
         if threading.current_thread().name == "slow":
@@ -37,7 +37,7 @@ def test_a_slow_builder_does_not_leave_a_stale_report(redis_client: Any, monkeyp
             assert resume.wait(30)
         store(client, document)
 
-    monkeypatch.setattr(worker_module, "store_window", slow_store)
+    monkeypatch.setattr(store_sink, "store_window", slow_store)  # the store sink's save
     slow = threading.Thread(target=Worker(redis_client, worker_id="a").run_pass, name="slow")
     slow.start()
     assert built.wait(30)

@@ -247,3 +247,21 @@ def test_the_reporter_states_the_guarantee_its_ledger_enforces(collector, open_r
     exact = reporter.guarantee("memoized")
     assert exact.holds_for == guarantee.SAME_PATTERN
     assert "exact_discloses_changes: the change pattern" in exact.statement
+
+
+def test_a_wire_report_is_written_exactly_as_json_dumps_writes_it():
+    # memo.wire_json joins flat reports of ints and plain ASCII texts itself; anything else
+    # (quotes, backslashes, controls, non-ASCII, bools, floats, lists) goes to json.dumps.
+    import json
+    import random
+
+    rng = random.Random(7)
+    alphabet = ['"', "\\", "\x00", "\x1f", " ", "~", "\x7f", "é", "\u2028", "A", "+", "/", "="]
+    values = [0, -5, 2**40, True, None, 1.5, [1], "", "gA==", "a" * 11000]
+    for _ in range(2000):
+        report = {}
+        for _ in range(rng.randrange(0, 4)):
+            name = "".join(rng.choice([*alphabet, "j", "bits"]) for _ in range(rng.randrange(1, 4)))
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 6)))
+            report[name] = rng.choice([*values, text, text])
+        assert memo.wire_json(report) == json.dumps(report, separators=(",", ":")), report

@@ -5,6 +5,7 @@ length checked, never raises, nothing of the text on disk or the wire)."""
 from __future__ import annotations
 
 import json
+import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from ldptel.analysis.audit import audit
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import InvalidValueError, ParameterError, ReportError
 from ldptel.client.hashing import item_keys
-from ldptel.client.labels import check_candidates
+from ldptel.client.labels import CONTROL_CHARACTER, check_candidates
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.olh import OpenDomainOLH
 from ldptel.client.oracles.sketch import SketchOracle
@@ -106,6 +107,18 @@ def test_a_value_is_reported_as_its_nfc_form_within_max_length() -> None:
     assert check_candidates(["red", decomposed, "bleu café"]) == ["red", "bleu café"]
     with pytest.raises(ParameterError, match="entry 2"):
         check_candidates(["red", "a\x00b"])
+
+
+def test_the_control_character_check_is_unicode_category_cc_at_every_code_point() -> None:
+    # check_label's one regex search stands for unicodedata.category(c) == "Cc".
+    points = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    regex = [c for c in points if CONTROL_CHARACTER.search(c)]
+    assert regex == [c for c in points if unicodedata.category(c) == "Cc"]
+    config = CampaignConfig.from_dict(OPEN)
+    for control in ("\x00", "\x1f", "\x7f", "\x85", "\x9f"):
+        with pytest.raises(InvalidValueError, match="control character"):
+            config.open_value(f"a{control}b")
+    assert config.open_value("a\xa0b") == "a\xa0b"  # U+00A0 is Zs, not a control
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,19 @@
-"""SecureRandom: full-range 64-bit words (what the samplers draw) and dtype handling."""
+"""SecureRandom: full-range 64-bit words (what the samplers draw) and dtype handling; where
+the client's bytes come from (the kernel's CSPRNG, OpenSSL's DRBG for large reads), and that
+a forked child never repeats its parent's stream."""
 
 from __future__ import annotations
+
+import os
+import ssl
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from ldptel.client.randomness import SecureRandom
+from ldptel.client import randomness
+from ldptel.client.randomness import BULK_BYTES, SecureRandom, secure_bytes
 
 #: OS randomness is not seeded: a very small per-test false-alarm rate.
 ALPHA = 1e-6
@@ -45,3 +51,43 @@ def test_other_ranges_keep_their_law_and_take_the_dtype() -> None:
     assert SecureRandom().integers(0, 5, (2, 3)).dtype == np.int64
     with pytest.raises(ValueError, match="high"):
         SecureRandom().integers(5, 5, 1)
+
+
+def test_small_reads_come_from_the_kernel_and_large_ones_from_openssl(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[str, int]] = []
+    kernel, openssl = os.urandom, ssl.RAND_bytes
+    monkeypatch.setattr(os, "urandom", lambda n: calls.append(("kernel", n)) or kernel(n))
+    monkeypatch.setattr(randomness, "_bulk", lambda n: calls.append(("openssl", n)) or openssl(n))
+    assert len(secure_bytes(BULK_BYTES - 1)) == BULK_BYTES - 1
+    assert len(secure_bytes(BULK_BYTES)) == BULK_BYTES
+    SecureRandom().integers(0, 1 << 64, 8192, dtype=np.uint64)  # an OUE report's read
+    assert calls == [("kernel", BULK_BYTES - 1), ("openssl", BULK_BYTES), ("openssl", 65536)]
+
+
+def test_large_reads_are_uniform_in_every_byte() -> None:
+    words = np.frombuffer(secure_bytes(1 << 20), dtype="<u8")
+    assert min(byte_p_values(words)) > ALPHA / 8
+
+
+def test_a_forked_child_does_not_repeat_its_parents_stream() -> None:
+    # OpenSSL's DRBG state is copied by fork(); it must reseed in the child (OpenSSL 3
+    # compares the process id), or parent and children would send the same randomness.
+    secure_bytes(BULK_BYTES)  # the DRBG instantiated before the fork
+    children = []
+    for _ in range(2):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its next large read, to the parent
+            try:
+                os.write(write, secure_bytes(BULK_BYTES)[:32])
+            finally:
+                os._exit(0)
+        os.close(write)
+        os.waitpid(pid, 0)
+        with os.fdopen(read, "rb") as pipe:
+            children.append(pipe.read())
+    mine = secure_bytes(BULK_BYTES)[:32]
+    assert all(len(child) == 32 for child in children)
+    assert len({mine, *children}) == 3

@@ -327,3 +327,49 @@ def test_one_bernoulli_draw_has_the_exact_rate() -> None:
 def test_one_integer_below_a_bound_is_uniform() -> None:
     draws = [samplers.uniform_below_one(7) for _ in range(70_000)]
     assert stats.chisquare(np.bincount(draws, minlength=7)).pvalue > OS_ALPHA
+
+
+def test_one_integer_below_any_bound_is_uniform_and_in_range() -> None:
+    # Powers of two (no rejection), just above one (half rejected), 2^32 (OLH's seeds).
+    for upper, draws in ((1, 10), (8, 40_000), (9, 45_000), (1 << 32, 40_000)):
+        values = np.array([samplers.uniform_below_one(upper) for _ in range(draws)])
+        assert values.min() >= 0 and values.max() < upper
+        if upper > 1:
+            cells = min(upper, 16)  # the top 4 bits of 2^32
+            counts = np.bincount(values * cells // upper, minlength=cells)
+            assert stats.chisquare(counts).pvalue > OS_ALPHA, upper
+    # The leading bits, rejected while >= upper: 9 takes 4 bits of one byte.
+    feed = iter([0xF0, 0x90, 0x10])  # 15 and 9 rejected, then 1
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(samplers.os, "urandom", lambda n: bytes([next(feed)]))
+        assert samplers.uniform_below_one(9) == 1
+
+
+def test_one_reports_bit_vector_compares_bytes_with_the_digits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # bernoulli_bits_one: one read for the first digit (68 for 0.2689...), each byte equal
+    # to it continued from the second digit, one byte at a time.
+    prob = 0.2689414213699951
+    second = samplers.base256_digits(prob)[1]
+    monkeypatch.setattr(samplers, "secure_bytes", lambda n: bytes([67, 68, 69, 68, 0]))
+    feed = iter([second - 1, second + 1])
+    monkeypatch.setattr(samplers.os, "urandom", lambda n: bytes([next(feed)]))
+    bits = samplers.bernoulli_bits_one(prob, 5)
+    assert bits.tolist() == [True, True, False, False, True]
+
+
+@pytest.mark.parametrize("prob", [0.2689414213699951, 0.25, 0.0003])
+def test_one_reports_bit_vector_has_the_exact_rate(prob: float) -> None:
+    # 2^20 bits from the client's CSPRNG, 4096 a call (the byte-by-byte continuation; larger
+    # vectors take sample_bernoulli's): a sampler stopping at the first digit is 7.5
+    # standard deviations off at 0.2689... (test_rate_check_rejects_... above).
+    size = samplers.BITS_ONE_MAX
+    bits = np.concatenate([samplers.bernoulli_bits_one(prob, size) for _ in range(256)])
+    assert bits.size == 1 << 20
+    assert max(abs(z) for z in rate_and_pair_z(bits, prob)) < stats.norm.isf(OS_ALPHA / 4)
+    assert not samplers.bernoulli_bits_one(0.0, 64).any()
+    assert samplers.bernoulli_bits_one(1.0, 64).all()
+    large = samplers.bernoulli_bits_one(prob, 1 << 18)  # through sample_bernoulli
+    assert large.size == 1 << 18
+    assert abs(rate_and_pair_z(large, prob)[0]) < stats.norm.isf(OS_ALPHA / 4)
