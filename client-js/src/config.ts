@@ -83,6 +83,67 @@ function object(value: unknown, field: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** The served config_id, checked against the config's canonical JSON. */
+function verifiedId(data: Record<string, unknown>): string {
+  const claimed = data["config_id"];
+  if (typeof claimed !== "string") throw new ConfigError("config_id", "is required");
+  let computed: string;
+  try {
+    computed = configId(data);
+  } catch {
+    throw new ConfigError("config", "is not representable as canonical JSON");
+  }
+  // A config created before ids hashed RFC 8785 JSON keeps a legacy id this client cannot
+  // recompute (a parsed number does not say whether it was written 1 or 1.0): refused.
+  if (computed !== claimed) throw new ConfigError("config_id", "does not match the config");
+  return claimed;
+}
+
+/** A numeric campaign's [low, high] (null: not numeric). */
+function rangeOf(range: unknown): [number, number] | null {
+  if (range === undefined) return null;
+  if (!Array.isArray(range) || range.length !== 2 || !range.every((x) => typeof x === "number" && Number.isFinite(x)) || !(range[0] < range[1])) {
+    throw new ConfigError("range", "must be [low, high] with low < high");
+  }
+  return [range[0] as number, range[1] as number];
+}
+
+/** A closed domain: at least 2 distinct labels. */
+function domainOf(domain: unknown): string[] {
+  if (!Array.isArray(domain) || domain.length < 2 || !domain.every((l) => typeof l === "string" && !labelProblem(l))) {
+    throw new ConfigError("domain", "must be a list of at least 2 labels");
+  }
+  const labels = domain as string[];
+  if (new Set(labels).size !== labels.length) throw new ConfigError("domain", "labels must be distinct");
+  return labels;
+}
+
+/** The privacy levels: each one's epsilon (at most the config's), the strategy, its
+ * threshold, and per-level params. */
+function levelRules(
+  data: Record<string, unknown>,
+  epsilon: number,
+): { levels: Record<string, number>; strategy: string; threshold: number | null; params: Record<string, Params> } {
+  const levels: Record<string, number> = {};
+  for (const [level, eps] of Object.entries(object(data["levels"] ?? {}, "levels"))) {
+    levels[level] = positive(eps, `levels.${level}`);
+    if ((levels[level] as number) > epsilon) throw new ConfigError("levels", "level epsilons must be <= epsilon");
+  }
+  const strategy = data["level_strategy"] ?? "optimal";
+  if (strategy !== "optimal" && strategy !== "minimum" && strategy !== "threshold") {
+    throw new ConfigError("level_strategy", "must be optimal, minimum or threshold");
+  }
+  const raw = data["level_threshold"];
+  const threshold = raw === undefined || raw === null ? null : positive(raw, "level_threshold");
+  if (strategy === "threshold" && threshold === null) throw new ConfigError("level_threshold", "is required by threshold");
+  const params: Record<string, Params> = {};
+  for (const [level, p] of Object.entries(object(data["level_params"] ?? {}, "level_params"))) {
+    if (!(level in levels)) throw new ConfigError("level_params", `unknown level ${level}`);
+    params[level] = object(p, `level_params.${level}`);
+  }
+  return { levels, strategy, threshold, params };
+}
+
 export class CampaignConfig {
   readonly name: string;
   readonly oracle: string;
@@ -111,18 +172,7 @@ export class CampaignConfig {
   /** Validate a served answer (the config plus its config_id); throws ConfigError. */
   constructor(answer: unknown) {
     const data = object(answer, "config");
-    const claimed = data["config_id"];
-    if (typeof claimed !== "string") throw new ConfigError("config_id", "is required");
-    let computed: string;
-    try {
-      computed = configId(data);
-    } catch {
-      throw new ConfigError("config", "is not representable as canonical JSON");
-    }
-    // A config created before ids hashed RFC 8785 JSON keeps a legacy id this client cannot
-    // recompute (a parsed number does not say whether it was written 1 or 1.0): refused.
-    if (computed !== claimed) throw new ConfigError("config_id", "does not match the config");
-    this.configId = claimed;
+    this.configId = verifiedId(data);
     const name = data["name"];
     if (typeof name !== "string" || !NAME.test(name)) throw new ConfigError("name", "is not a campaign name");
     this.name = name;
@@ -147,48 +197,18 @@ export class CampaignConfig {
     this.horizonWindows = memo === MEMO_TREE ? integer(data["horizon_windows"], "horizon_windows", 1, 0) : 0;
     this.maxChanges = memo === MEMO_TREE ? integer(data["max_changes"], "max_changes", 1, 0) : 0;
     this.maxLength = data["max_length"] === undefined ? null : integer(data["max_length"], "max_length", 1, 0);
-    const range = data["range"];
-    if (range !== undefined) {
-      if (!Array.isArray(range) || range.length !== 2 || !range.every((x) => typeof x === "number" && Number.isFinite(x)) || !(range[0] < range[1])) {
-        throw new ConfigError("range", "must be [low, high] with low < high");
-      }
-      this.range = [range[0] as number, range[1] as number];
-    } else {
-      this.range = null;
-    }
-    if (this.maxLength === null && this.range === null) {
-      const domain = data["domain"];
-      if (!Array.isArray(domain) || domain.length < 2 || !domain.every((l) => typeof l === "string" && !labelProblem(l))) {
-        throw new ConfigError("domain", "must be a list of at least 2 labels");
-      }
-      this.domain = domain as string[];
-      if (new Set(this.domain).size !== this.domain.length) throw new ConfigError("domain", "labels must be distinct");
-    } else {
-      this.domain = [];
-    }
+    this.range = rangeOf(data["range"]);
+    this.domain = this.maxLength === null && this.range === null ? domainOf(data["domain"]) : [];
     const other = data["other_label"];
     if (other !== undefined && other !== null && (typeof other !== "string" || !this.domain.includes(other))) {
       throw new ConfigError("other_label", "must be null or a label of the domain");
     }
     this.otherLabel = typeof other === "string" ? other : null;
-    this.levels = {};
-    for (const [level, eps] of Object.entries(object(data["levels"] ?? {}, "levels"))) {
-      this.levels[level] = positive(eps, `levels.${level}`);
-      if ((this.levels[level] as number) > this.epsilon) throw new ConfigError("levels", "level epsilons must be <= epsilon");
-    }
-    const strategy = data["level_strategy"] ?? "optimal";
-    if (strategy !== "optimal" && strategy !== "minimum" && strategy !== "threshold") {
-      throw new ConfigError("level_strategy", "must be optimal, minimum or threshold");
-    }
-    this.levelStrategy = strategy;
-    const threshold = data["level_threshold"];
-    this.levelThreshold = threshold === undefined || threshold === null ? null : positive(threshold, "level_threshold");
-    if (strategy === "threshold" && this.levelThreshold === null) throw new ConfigError("level_threshold", "is required by threshold");
-    this.levelParams = {};
-    for (const [level, p] of Object.entries(object(data["level_params"] ?? {}, "level_params"))) {
-      if (!(level in this.levels)) throw new ConfigError("level_params", `unknown level ${level}`);
-      this.levelParams[level] = object(p, `level_params.${level}`);
-    }
+    const rules = levelRules(data, this.epsilon);
+    this.levels = rules.levels;
+    this.levelStrategy = rules.strategy;
+    this.levelThreshold = rules.threshold;
+    this.levelParams = rules.params;
     // Every level's oracle is built now, so a served value that fails a check refuses the
     // whole config (nothing is sent under it).
     if (Object.keys(this.levels).length === 0) this.mechanism("");

@@ -18,7 +18,7 @@ const TOKEN_STATUSES = new Set([401, 403]);
 
 export type DeliveryKind = "token_refused" | "redirect_not_followed" | "collector_url" | "reports_refused";
 
-/** What each delivery error the app is told about is; see LdptelError in reporter.ts. */
+/** What each delivery error the app is told about is; see LdptelError in errors.ts. */
 export interface Problem {
   kind: DeliveryKind;
   field: string;
