@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collector_api import Api, ServerThread, campaign_config, collector_app
-from waiting import DEADLINE_SECONDS, wait_for
+from waiting import DEADLINE_SECONDS, scaled, wait_for
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.store import keys
@@ -228,6 +228,12 @@ class SilentServer:
         self.listener.close()
         for conn in self._open:
             conn.close()
+
+
+#: How far past its timeout a client may still be seen giving up on a trickling answer: a
+#: loaded machine delays the check by seconds, while a per-read timeout (which a byte every
+#: `interval` never trips) would wait out the whole answer, 4,096 bytes: >= 2,048 s.
+SLACK_SECONDS = scaled(10.0)
 
 
 class TrickleServer(SilentServer):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from live_collector import (
+    SLACK_SECONDS,
     LiveCollector,
     SilentServer,
     TrickleServer,
@@ -132,11 +133,15 @@ def test_a_new_config_dead_letters_old_reports_and_switches(collector, redis_cli
     new = collector.campaign(reports_per_window=1000, epsilon=2.0)  # the old id is retired
     assert reporter.flush(timeout=20)
     assert reporter.stats()["dead_lettered"] == 3
-    deadline = time.monotonic() + 10
-    while reporter._active["colors"].config.config_id != new.config_id:
+
+    def switched() -> bool:
+        if reporter._active["colors"].config.config_id == new.config_id:
+            return True
         reporter.report("colors", "red")
-        assert time.monotonic() < deadline
         reporter.flush(timeout=1)
+        return False
+
+    wait_for(switched, "the reporter switched to the new config", interval=0)
     report_many(reporter, 5)
     assert reporter.flush(timeout=20)
     assert len(stored_reports(redis_client, new)) >= 5
@@ -308,7 +313,7 @@ def test_report_returns_within_its_timeout_while_the_config_trickles(
     finally:
         server.close()
     assert status is ReportStatus.CAMPAIGN_UNAVAILABLE
-    assert took < 2.0 + 1.0  # the timeout and a scheduler's slack, not 4,000 s of bytes
+    assert took < 2.0 + SLACK_SECONDS  # the timeout and a loaded machine's slack, not 4,000 s
     (error,) = errors
     assert isinstance(error, CampaignUnavailableError)
     assert "no complete answer within the 2 s timeout" in error.reason
