@@ -14,8 +14,9 @@ import requests
 from ldptel_command import ldptel, one_line_error, open_terminal, terminal_chunks
 from waiting import scaled, wait_for
 
-#: The SDK stage's progress bar once it has counted a user: `users via the SDK:  0.4% (20/5,000)`.
-SDK_PROGRESS = re.compile(r"users via the SDK: +[\d.]+% \([1-9][\d,]*/5,000\)")
+#: The SDK stage's tqdm bar once it has counted a user (of 5,000, so far from done):
+#: `users via the SDK     :  12%|█▎        | 600/5.00k [...]`.
+SDK_PROGRESS = re.compile(r"users via the SDK *: *\d+%\|[^|]*\| *[1-9][\d.]*k?/5\.00k")
 
 
 def test_a_tiny_demo_says_not_enough_reports_then_serves_the_dashboard(tmp_path: Path) -> None:
@@ -102,11 +103,14 @@ def interrupt_during_the_sdk_stage(process: subprocess.Popen[bytes], terminal: i
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
 
-    def in_the_sdk_stage() -> bool:  # its progress bar has counted users (of 5000: far from done)
+    def in_the_sdk_stage() -> bool:
         assert process.poll() is None, "".join(seen)
         return bool(SDK_PROGRESS.search("".join(seen))) and bool(children(process.pid))
 
-    wait_for(in_the_sdk_stage, "the demo's SDK stage under way")
+    try:
+        wait_for(in_the_sdk_stage, "the demo's SDK stage under way")
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; the terminal showed {''.join(seen)[-600:]!r}") from None
     started = children(process.pid)
 
     process.send_signal(signal.SIGINT)

@@ -103,3 +103,24 @@ def test_a_sigterm_while_a_worker_boots_stops_it_without_the_graceful_timeout(
     assert not loaded_before_stop
     assert f"Worker exiting (pid: {booting_pid})" in log, log[-2000:]
     assert f"Worker (pid:{booting_pid}) was sent SIGKILL" not in log, log[-2000:]
+
+
+def test_a_stop_signal_caught_between_the_fork_and_the_worker_handler_is_not_lost() -> None:
+    # gunicorn's own arbiter handler, as a worker inherits it through the fork: it queues the
+    # signal in the worker's copy of the arbiter's queue, which init_process reads.
+    import queue
+    from types import MethodType, SimpleNamespace
+
+    from gunicorn.arbiter import Arbiter
+
+    from ldptel.collector.worker import stop_queued
+
+    copy = SimpleNamespace(SIG_QUEUE=queue.SimpleQueue())
+    inherited = MethodType(Arbiter.signal, copy)
+    inherited(signal.SIGCHLD, None)
+    assert not stop_queued(inherited)  # not a stop
+    inherited(signal.SIGCHLD, None)
+    inherited(signal.SIGTERM, None)
+    assert stop_queued(inherited)
+    assert copy.SIG_QUEUE.empty()
+    assert not stop_queued(signal.SIG_DFL)  # no arbiter handler: nothing queued
