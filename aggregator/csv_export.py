@@ -9,6 +9,10 @@ A numeric campaign's document (reports with a `numeric` section) is written with
 header, NUMERIC_CSV_COLUMNS: per report one `mean` row, then one `bucket` row per bucket of
 the distribution (sw, dbitflip); the columns a row's kind lacks are empty.
 
+A breakdown campaign's document (reports with a `breakdown` section) has BREAKDOWN_CSV_COLUMNS:
+one row per cell of every marginal, `attributes` naming the marginal ("os x plan") and
+`values` the cell's labels ("ios | pro").
+
 Every CSV the project writes (this module's, the dashboard's downloads) goes through
 `write_csv`, which neutralises formula cells: an item is free text that app users chose."""
 
@@ -107,12 +111,50 @@ def numeric_rows(report: Report) -> list[list[object]]:
     return rows
 
 
+#: A breakdown campaign's header: which report, which marginal and cell, its counts, the
+#: consistent (post-processed, biased) count, and the proportions of n.
+BREAKDOWN_CSV_COLUMNS = (
+    *CSV_COLUMNS[:9], "attributes", "values", "estimate", "stderr", "ci_low", "ci_high",
+    "consistent", "proportion", "proportion_ci_low", "proportion_ci_high",
+)  # fmt: skip
+#: How a marginal's attributes and a cell's labels are joined in a CSV and a table.
+ATTRIBUTE_JOIN, VALUE_JOIN = " x ", " | "
+
+
+def breakdown_rows(report: Report) -> list[list[object]]:
+    """A breakdown report's cells, marginal by marginal (none below min_reports)."""
+    section = report.get("breakdown")
+    if section is None:
+        return []
+    head, n = _report_columns(report), report["n"]
+    return [
+        [
+            *head,
+            ATTRIBUTE_JOIN.join(marginal["attributes"]),
+            VALUE_JOIN.join(cell["values"]),
+            cell["estimate"],
+            cell["stderr"],
+            cell["ci_low"],
+            cell["ci_high"],
+            cell["consistent"],
+            cell["estimate"] / n,
+            cell["ci_low"] / n,
+            cell["ci_high"] / n,
+        ]
+        for marginal in section["marginals"]
+        for cell in marginal["cells"]
+    ]
+
+
 def table_rows(document: WindowDocument) -> tuple[tuple[str, ...], list[list[object]]]:
     """The header and rows of a window: every item of every report, largest estimate first
     within a report (a numeric campaign's window: every report's mean and buckets). The CSV
     and the Parquet file (parquet_export.py) are both written from these."""
     if any("numeric" in report for report in document["reports"]):
         return NUMERIC_CSV_COLUMNS, [row for r in document["reports"] for row in numeric_rows(r)]
+    if any("breakdown" in report for report in document["reports"]):
+        rows = [row for r in document["reports"] for row in breakdown_rows(r)]
+        return BREAKDOWN_CSV_COLUMNS, rows
     rows = [
         csv_row(report, item)
         for report in document["reports"]

@@ -10,6 +10,7 @@ from html import escape
 from importlib import resources
 from string import Template
 
+from ldptel.aggregator.breakdown_html import breakdown_html
 from ldptel.aggregator.model import (
     Combined,
     DistributionEstimate,
@@ -20,7 +21,7 @@ from ldptel.aggregator.model import (
     WindowDocument,
 )
 from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
-from ldptel.aggregator.table import discovery_sentence, value_text
+from ldptel.aggregator.table import count_text, discovery_sentence, value_text
 
 #: Items drawn in the chart (the largest estimates); the table always lists every item.
 CHART_ITEMS = 40
@@ -29,10 +30,6 @@ _LABEL = 160
 _WIDTH = 900
 _PAD = 24
 _TITLE = 22  # room under the tick labels for the axis title
-
-
-def _number(value: float) -> str:
-    return f"{value:,.0f}"
 
 
 def _template() -> Template:
@@ -83,7 +80,7 @@ def chart_svg(items: list[Item], confidence: float) -> str:
         parts.append(
             f'<line class="grid" x1="{x(value):.1f}" y1="{_PAD - 6}" x2="{x(value):.1f}" '
             f'y2="{bottom - _PAD}"/><text x="{x(value):.1f}" y="{bottom - 6}" '
-            f'text-anchor="middle">{_number(value)}</text>'
+            f'text-anchor="middle">{count_text(value)}</text>'
         )
     parts.append(
         f'<text class="axis-title" x="{_LABEL + span / 2:.1f}" y="{height - 6}" '
@@ -101,8 +98,8 @@ def chart_svg(items: list[Item], confidence: float) -> str:
             f'<rect class="bar {kind}" data-item="{escape(str(item["item"]))}" '
             f'x="{left:.1f}" y="{top + 4}" width="{max(right - left, 0.5):.1f}" '
             f'height="{_ROW - 8}"><title>{escape(str(item["item"]))}: '
-            f"{_number(item['estimate'])} [{_number(item['ci_low'])}, "
-            f"{_number(item['ci_high'])}]</title></rect>"
+            f"{count_text(item['estimate'])} [{count_text(item['ci_low'])}, "
+            f"{count_text(item['ci_high'])}]</title></rect>"
             f'<line class="ci" x1="{ci_low:.1f}" y1="{middle:.1f}" x2="{ci_high:.1f}" '
             f'y2="{middle:.1f}"/>'
             f'<line class="ci" x1="{ci_low:.1f}" y1="{middle - 4:.1f}" x2="{ci_low:.1f}" '
@@ -114,7 +111,7 @@ def chart_svg(items: list[Item], confidence: float) -> str:
             truth = x(item["true_count"])
             parts.append(
                 f'<path class="truth" d="M{truth:.1f} {middle - 5:.1f} l4 5 l-4 5 l-4 -5 z">'
-                f"<title>true count {_number(item['true_count'])}</title></path>"
+                f"<title>true count {count_text(item['true_count'])}</title></path>"
             )
     parts.append(
         f'<line class="axis" x1="{x(0.0):.1f}" y1="{_PAD - 6}" x2="{x(0.0):.1f}" '
@@ -252,11 +249,11 @@ def table_html(report: Report) -> str:
     )
     rows = [
         f'<tr data-item="{escape(str(i["item"]))}"><td>{escape(str(i["item"]))}</td>'
-        f'<td class="estimate">{_number(i["estimate"])}</td><td>{_number(i["stderr"])}</td>'
-        f"<td>[{_number(i['ci_low'])}, {_number(i['ci_high'])}]</td>"
-        f'<td class="consistent">{_number(i["consistent"])}</td>'
+        f'<td class="estimate">{count_text(i["estimate"])}</td><td>{count_text(i["stderr"])}</td>'
+        f"<td>[{count_text(i['ci_low'])}, {count_text(i['ci_high'])}]</td>"
+        f'<td class="consistent">{count_text(i["consistent"])}</td>'
         f'<td class="sig">{"&#10003;" if i["significant"] else ""}</td>'
-        + (f'<td class="truth">{_number(i["true_count"])}</td>' if truth else "")
+        + (f'<td class="truth">{count_text(i["true_count"])}</td>' if truth else "")
         + "</tr>"
         for i in sorted(report["items"], key=lambda i: -i["estimate"])
     ]
@@ -315,6 +312,9 @@ def summary_html(report: Report) -> str:
     if (discovery := report.get("discovery")) is not None:
         found = f"{discovery['discovered']} of {discovery['candidates']:,} candidates"
         tiles.append(("discovered (above the release threshold)", found))
+    elif "breakdown" in report:
+        marginals = report["breakdown"]["marginals"]
+        tiles.append(("marginals", f"{len(marginals)} ({report['breakdown']['mechanism']})"))
     elif "numeric" in report:
         mean = report["numeric"]["mean"]
         tiles.append(("mean", f"{value_text(mean['estimate'])} ± {value_text(mean['stderr'])}"))
@@ -358,6 +358,8 @@ def report_section(report: Report) -> str:
             parts += [chart_svg(report["items"], report["confidence"]), table_html(report)]
     elif "numeric" in report:
         parts.append(numeric_html(report, report["numeric"]))
+    elif "breakdown" in report:
+        parts.append(breakdown_html(report))
     else:
         shown = min(CHART_ITEMS, len(report["items"]))
         significance = report["significance"]

@@ -1,7 +1,8 @@
 """Observability of `ldptel aggregator run --every`: Prometheus metrics and the health
 endpoints the probes call, served by a small HTTP server thread inside the worker process.
 
-    GET /metrics  Prometheus text (the metrics below)
+    GET /metrics  Prometheus text (the metrics below, and the alert gauges of
+                  aggregator/alerts.py: EstimateGauges)
     GET /healthz  200 while the loop makes progress (a step or a pass ended within
                   `stale_seconds`), else 503: the liveness probe
     GET /readyz   200 once a pass succeeded and none failed since, else 503 (Redis down):
@@ -27,6 +28,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from ldptel.aggregator.alerts import AlertSettings, CampaignAlerts, campaign_alerts
 from ldptel.store import keys
 from ldptel.store.registry import Registry
 
@@ -67,6 +69,7 @@ class AggregatorMetrics:
     """The worker's metrics, in a registry of their own (one worker per process)."""
 
     stale_seconds: float
+    alerts: AlertSettings = field(default_factory=AlertSettings)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     started: float = field(default_factory=time.time)
     last_progress: float = field(default_factory=time.monotonic)
@@ -100,11 +103,20 @@ class AggregatorMetrics:
             ["campaign", "shard"],
             registry=r,
         )
+        self.export_failures = Counter(
+            "ldptel_aggregator_export_failures",
+            "Window documents an export (a sink after the store) failed to write; each stays "
+            "owed and is retried on the next pass.",
+            ["sink"],
+            registry=r,
+        )
         self.last_success = Gauge(
             "ldptel_aggregator_last_success_timestamp_seconds",
             "Unix time at which the last successful pass ended.",
             registry=r,
         )
+        self.estimates = EstimateGauges(r)
+        self.estimates.alpha.set(self.alerts.alpha)
 
     def progress(self) -> None:
         """A step or pass ended: the loop is alive."""
@@ -119,6 +131,9 @@ class AggregatorMetrics:
         self.ready = True
         self.progress()
 
+    def export_failed(self, sink: str) -> None:
+        self.export_failures.labels(sink).inc()
+
     def failed(self) -> None:
         self.passes_failed.inc()
         self.ready = False
@@ -130,8 +145,90 @@ class AggregatorMetrics:
             for shard in range(registry.shard_count(name)):
                 self.lag.labels(name, str(shard)).set(unapplied_entries(client, name, shard))
 
+    def measure_alerts(self, client: Any, registry: Registry) -> None:
+        """Set the estimate and alert gauges from every campaign's latest complete window."""
+        now = time.time()
+        found = [campaign_alerts(client, name, self.alerts, now) for name in registry.names()]
+        self.estimates.set([alerts for alerts in found if alerts is not None])
+
     def alive(self) -> bool:
         return time.monotonic() - self.last_progress <= self.stale_seconds
+
+
+class EstimateGauges:
+    """The alert gauges (aggregator/alerts.py): per campaign and item of its latest complete
+    window, the estimate, its stderr, the change test and the threshold test."""
+
+    def __init__(self, r: CollectorRegistry) -> None:
+        item = ["campaign", "item"]
+        self.alpha = Gauge(
+            "ldptel_alert_alpha",
+            "Stated false-alarm rate of each test family (a campaign's items, one window).",
+            registry=r,
+        )
+        self.window = Gauge(
+            "ldptel_alert_window_start_seconds",
+            "Start (unix seconds) of the latest complete window with a report.",
+            ["campaign"],
+            registry=r,
+        )
+        self.previous = Gauge(
+            "ldptel_alert_previous_window_start_seconds",
+            "Start of the window the change is measured from.",
+            ["campaign"],
+            registry=r,
+        )
+        self.estimate = Gauge(
+            "ldptel_estimate",
+            "Estimated share of the window's reports holding the item (a numeric "
+            'campaign: its mean, item "mean").',
+            item,
+            registry=r,
+        )
+        self.stderr = Gauge("ldptel_estimate_stderr", "Standard error of ldptel_estimate.", item,
+                            registry=r)  # fmt: skip
+        self.change_z = Gauge(
+            "ldptel_estimate_change_z",
+            "Change from the previous window's estimate, in standard errors of the difference.",
+            item,
+            registry=r,
+        )
+        self.changed = Gauge(
+            "ldptel_estimate_change_significant",
+            "1 if the change is significant at ldptel_alert_alpha (two-sided z, Holm).",
+            item,
+            registry=r,
+        )
+        self.threshold = Gauge("ldptel_estimate_threshold", "The configured alert threshold.",
+                               item, registry=r)  # fmt: skip
+        self.exceeded = Gauge(
+            "ldptel_estimate_threshold_exceeded",
+            "1 if the estimate is significantly above its threshold (one-sided z, Holm).",
+            item,
+            registry=r,
+        )
+
+    def set(self, campaigns: list[CampaignAlerts]) -> None:
+        """Replace every series with those of `campaigns` (items and campaigns that are
+        gone disappear)."""
+        per_item = (self.estimate, self.stderr, self.change_z, self.changed, self.threshold,
+                    self.exceeded)  # fmt: skip
+        for gauge in (self.window, self.previous, *per_item):
+            gauge.clear()
+        for alerts in campaigns:
+            self.window.labels(alerts.campaign).set(alerts.window)
+            if alerts.previous is not None:
+                self.previous.labels(alerts.campaign).set(alerts.previous)
+            for item in alerts.items:
+                labels = (alerts.campaign, item.item)
+                self.estimate.labels(*labels).set(item.estimate)
+                self.stderr.labels(*labels).set(item.stderr)
+                if item.change_z is not None:
+                    self.change_z.labels(*labels).set(item.change_z)
+                    self.changed.labels(*labels).set(item.changed)
+                if item.threshold is not None:
+                    self.threshold.labels(*labels).set(item.threshold)
+                    self.exceeded.labels(*labels).set(item.exceeded)
 
 
 class HealthServer:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from ldptel.aggregator.model import Central, CentralLifetime, Longitudinal, Privacy, RapporPrivacy
 from ldptel.client.accounting import composed_epsilon
-from ldptel.client.campaign import MEMO_NONE, CampaignConfig, Mechanism
+from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.guarantee import Guarantee, guarantee
+from ldptel.client.memoization import MEMO_NONE
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.shuffle import closed_form_epsilon, default_delta, shuffled_epsilon
 from ldptel.client.statements import CENTRAL, CENTRAL_LIFETIME, CENTRAL_NONE, LOCAL, render

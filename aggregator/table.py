@@ -5,14 +5,23 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
-from ldptel.aggregator.model import Bucket, LevelRow, Numeric, Report, WindowDocument
+from ldptel.aggregator.csv_export import ATTRIBUTE_JOIN, VALUE_JOIN
+from ldptel.aggregator.model import (
+    BreakdownSection,
+    Bucket,
+    LevelRow,
+    Numeric,
+    Report,
+    WindowDocument,
+)
 from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
 
 #: Rows of a distribution's histogram in a table (adjacent buckets merged to fit).
 TABLE_BUCKETS = 16
 
 
-def _number(value: float) -> str:
+def count_text(value: float) -> str:
+    """A count for people: whole users, with thousands separators."""
     return f"{value:,.0f}"
 
 
@@ -66,6 +75,28 @@ def numeric_lines(report: Report, numeric: Numeric) -> list[str]:
     return [*lines, "", *aligned(rows), "", f"quantiles: {quantiles}"]
 
 
+def breakdown_lines(report: Report, section: BreakdownSection) -> list[str]:
+    """Every marginal of a breakdown report as a table of its cells (estimate, stderr, CI,
+    consistent), then what the consistent column is."""
+    confidence = f"{report['confidence']:.0%} CI"
+    lines = []
+    for marginal in section["marginals"]:
+        header = [ATTRIBUTE_JOIN.join(marginal["attributes"]), "estimate", "stderr", confidence]
+        rows = [
+            [
+                VALUE_JOIN.join(cell["values"]),
+                count_text(cell["estimate"]),
+                count_text(cell["stderr"]),
+                f"[{count_text(cell['ci_low'])}, {count_text(cell['ci_high'])}]",
+                count_text(cell["consistent"]),
+            ]
+            for cell in marginal["cells"]
+        ]
+        lines += ["", *aligned([[*header, "consistent"], *rows])]
+    wrapped = textwrap.wrap(section["consistency"], 96, initial_indent="* ")
+    return [*lines, "", *wrapped]
+
+
 def levels_table(rows: list[LevelRow]) -> list[str]:
     """The privacy levels of a combined report as aligned lines."""
     table = [["level", "epsilon", "epsilon used", "reports", "weight"]] + [
@@ -116,6 +147,8 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
         return "\n".join([*lines, "", report["message"]])
     if "numeric" in report:
         return "\n".join([*lines, "", *numeric_lines(report, report["numeric"])])
+    if "breakdown" in report:
+        return "\n".join([*lines, *breakdown_lines(report, report["breakdown"])])
     confidence = f"{report['confidence']:.0%} CI"
     header = ["item", "estimate", "stderr", confidence, report["consistency"], "signif."]
     if true_counts is not None:
@@ -124,14 +157,14 @@ def format_report(report: Report, true_counts: Sequence[int] | None = None) -> s
     for item in sorted(report["items"], key=lambda i: -i["estimate"]):
         row = [
             str(item["item"]),
-            _number(item["estimate"]),
-            _number(item["stderr"]),
-            f"[{_number(item['ci_low'])}, {_number(item['ci_high'])}]",
-            _number(item["consistent"]),
+            count_text(item["estimate"]),
+            count_text(item["stderr"]),
+            f"[{count_text(item['ci_low'])}, {count_text(item['ci_high'])}]",
+            count_text(item["consistent"]),
             "*" if item["significant"] else "",
         ]
         if true_counts is not None:
-            row.append(_number(true_counts[item["index"]]))
+            row.append(count_text(true_counts[item["index"]]))
         rows.append(row)
     first, *rest = aligned([header, *rows])
     lines += ["\n" + first, *rest]

@@ -19,8 +19,8 @@ from numpy.typing import NDArray
 
 from ldptel.aggregator.model import Report, TreeNode, TreeSection
 from ldptel.aggregator.state import StateKey, read_state
-from ldptel.client.campaign import MEMO_TREE, CampaignConfig
-from ldptel.client.tree_config import with_tree_defaults
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.memoization import MEMO_TREE
 from ldptel.client.tree_wire import TreeReports
 from ldptel.store.connection import RedisClient
 
@@ -42,7 +42,7 @@ def horizon_end(config: CampaignConfig, window: int) -> int:
     seconds = config.window_seconds
     if config.memoization != MEMO_TREE:
         return window + seconds
-    horizon = with_tree_defaults(config).horizon_windows
+    horizon = config.tree_shape().horizon_windows
     assert horizon is not None
     span = horizon * seconds
     return (window // span + 1) * span

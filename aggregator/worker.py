@@ -3,6 +3,9 @@ reports of the windows it touched; once, or on a schedule until told to stop.
 
 Several workers may run side by side: each shard is read by the holder of its lease, and the
 others skip it. Stopping (SIGTERM/SIGINT -> `stop()`) lets the current transaction finish.
+
+Each report built goes to the worker's sinks (aggregator/sinks/): the store first, then the
+exports, whose failures are retried on later passes (sinks/exports.py).
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ldptel.aggregator.lease import Lease
-from ldptel.aggregator.reports import ReportOptions, build_window, store_window
+from ldptel.aggregator.model import WindowDocument
+from ldptel.aggregator.reports import ReportOptions, build_window, list_windows, load_window
 from ldptel.aggregator.shard import ShardStep, StepResult
+from ldptel.aggregator.sinks import Exports, StoreSink, WindowSink
 from ldptel.aggregator.state import StateKey, pending_states, pending_windows, reported
 from ldptel.store import keys
 from ldptel.store.connection import REDIS_ERRORS, RedisClient, text
@@ -51,6 +56,10 @@ class PassStats:
     skipped_shards: int = 0
     touched: dict[str, set[StateKey]] = field(default_factory=lambda: defaultdict(set))
     reports_built: int = 0
+    #: Writes of the exports (the sinks after the store) that failed, and owed windows
+    #: written from the backlog of an earlier pass.
+    export_failures: int = 0
+    exports_redelivered: int = 0
 
 
 def _stream_id(value: bytes | str) -> tuple[int, int]:
@@ -81,6 +90,7 @@ class Worker:
         build_reports: bool = True,
         on_step: Callable[[StepResult], None] | None = None,
         metrics: AggregatorMetrics | None = None,
+        exports: Sequence[WindowSink] = (),
     ) -> None:
         self.client = client
         self.registry = Registry(client)
@@ -91,7 +101,18 @@ class Worker:
         self.build_reports = build_reports
         self.on_step = on_step
         self.metrics = metrics
+        self.store = StoreSink(client)
+        self.exports = Exports(client, exports, self._export_failed)
         self._stop = threading.Event()
+
+    @property
+    def sinks(self) -> list[WindowSink]:
+        """Where each report built goes, in order: the store, then the exports."""
+        return [self.store, *self.exports.sinks]
+
+    def _export_failed(self, sink: str) -> None:
+        if self.metrics is not None:
+            self.metrics.export_failed(sink)
 
     def stop(self) -> None:
         """Finish the current transaction, then return from `run_pass` / `run_forever`."""
@@ -112,6 +133,7 @@ class Worker:
                 if self.metrics is not None:
                     self.metrics.passed(time.monotonic() - started, stats)
                     self.metrics.measure_lag(self.client, self.registry)
+                    self.metrics.measure_alerts(self.client, self.registry)
             except REDIS_ERRORS as error:
                 log.error("pass failed, retrying in %.0f s: %s: %s", every,
                           type(error).__name__, error)  # fmt: skip
@@ -131,12 +153,13 @@ class Worker:
                 break
             self._drain(name, shard, stats)
         if self.build_reports:
-            self._build_reports(stats, shard_counts)
+            built = self._build_reports(stats, shard_counts)
+            self._redeliver(stats, built)
         log.info(
             "pass done: %d entries, %d reports, %d quarantined, %d shards (%d idle, %d leased "
-            "by others), %d reports built",
+            "by others), %d reports built, %d export failures",
             stats.entries, stats.reports, stats.quarantined, stats.shards, stats.idle_shards,
-            stats.skipped_shards, stats.reports_built,
+            stats.skipped_shards, stats.reports_built, stats.export_failures,
         )  # fmt: skip
         return stats
 
@@ -224,28 +247,84 @@ class Worker:
         # MINID removes ids < threshold only, and the threshold never exceeds the checkpoint.
         self.client.xtrim(keys.stream(name, shard), minid=threshold, approximate=False)
 
-    def _build_reports(self, stats: PassStats, shard_counts: dict[str, int]) -> None:
+    def _build_reports(
+        self, stats: PassStats, shard_counts: dict[str, int]
+    ) -> set[tuple[str, int]]:
         """Rebuild the report of every window with state newer than its stored report
-        (including windows a killed worker applied but never reported)."""
+        (including windows a killed worker applied but never reported); the windows built."""
+        built: set[tuple[str, int]] = set()
         for name, windows in pending_windows(self.client, shard_counts).items():
             for window in sorted(windows):
                 if self.stopping:
-                    return
-                stats.reports_built += self._build_report(name, range(shard_counts[name]), window)
+                    return built
+                if self._build_report(name, range(shard_counts[name]), window, stats):
+                    built.add((name, window))
+        stats.reports_built += len(built)
+        return built
 
-    def _build_report(self, name: str, shards: range, window: int) -> int:
-        """Build, store and mark done one window's report under the window's build lock;
-        0 if another worker holds it (the window stays pending for a later pass)."""
+    def rebuild(self, name: str) -> PassStats:
+        """Rebuild the report of every window of `name` that still has state (its candidate
+        list changed) and hand each to the sinks, as a pass does; a window another worker is
+        building is left to it. Its `reports_built` counts the windows rebuilt."""
+        stats = PassStats()
+        shards = range(self.registry.shard_count(name))
+        for window in list_windows(self.client, self.registry, name):
+            stats.reports_built += self._build_report(name, shards, window, stats)
+        return stats
+
+    def _window_lock(self, name: str, window: int) -> Lease:
         # A lease like a shard's: a restarted worker with the same id takes it back at once.
-        lock = Lease(self.client, keys.report_lock(name, window), self.worker_id, REPORT_LOCK_MS)
+        return Lease(self.client, keys.report_lock(name, window), self.worker_id, REPORT_LOCK_MS)
+
+    def _build_report(self, name: str, shards: range, window: int, stats: PassStats) -> bool:
+        """Build one window's report under the window's build lock and hand it to the sinks
+        (sinks/exports.py: owed, stored, marked done, exported); False if another worker
+        holds the lock (the window stays pending for a later pass)."""
+        lock = self._window_lock(name, window)
         if not lock.acquire():
-            return 0
+            return False
         try:
             # Read under the lock: a delta applied after this read keeps the window pending.
             pending = pending_states(self.client, name, shards)
             document = build_window(self.client, self.registry, name, window, self.report_options)
-            store_window(self.client, document)
+            self.exports.owe(name, window)
+            self.store.write(document)
             reported(self.client, name, pending, window)
-            return 1
+            stats.export_failures += self.exports.deliver(document)
+            return True
         finally:
             lock.release()
+
+    def _stored(self, name: str, window: int) -> WindowDocument | None:
+        """The stored document of an owed window; None if there is none, or if it no longer
+        reads as a document (stored by another version: logged, the window is not owed, and
+        its next rebuild is exported)."""
+        try:
+            return load_window(self.client, name, window)
+        except ValueError as error:  # DocumentError, or not JSON
+            log.error("export of %s:%d dropped: its stored report cannot be read: %s",
+                      name, window, error)  # fmt: skip
+            return None
+
+    def _redeliver(self, stats: PassStats, built: set[tuple[str, int]]) -> None:
+        """Write every window an export still owes (a failure or a crash of an earlier pass)
+        from its stored document, under the window's build lock (a window locked by another
+        worker stays owed). Windows built in this pass were just delivered."""
+        for (name, window), sinks in self.exports.owed().items():
+            if self.stopping:
+                return
+            if (name, window) in built:
+                continue
+            lock = self._window_lock(name, window)
+            if not lock.acquire():
+                continue
+            try:
+                document = self._stored(name, window)
+                if document is None:
+                    self.exports.forget(name, window, sinks)
+                    continue
+                failures = self.exports.deliver(document, sinks)
+                stats.export_failures += failures
+                stats.exports_redelivered += len(sinks) - failures
+            finally:
+                lock.release()

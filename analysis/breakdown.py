@@ -14,7 +14,8 @@ from numpy.typing import NDArray
 from ldptel.analysis.audit import audit_pairs, exact_audit
 from ldptel.analysis.simulation import true_counts
 from ldptel.client.errors import ParameterError
-from ldptel.client.multi import Attributes, Breakdown, Marginal
+from ldptel.client.multi import Attributes, Breakdown, HadamardBreakdown, Marginal, SplitBreakdown
+from ldptel.client.multi.hadamard import parity
 
 #: Input pairs of an inner oracle audited exactly: all of them up to 64 cells.
 AUDIT_PAIRS = 64 * 63 // 2
@@ -97,11 +98,39 @@ def audit_breakdown(mechanism: Breakdown) -> float:
     `joint`: the inner oracle's loss over its domain. `pairs`: a report is (j, inner_j's
     report of the row's pair-j cell) with j uniform and independent of the row, so
     P[(j, e) | row] = P_j[e | cell_j(row)] / C(k, 2) and the loss is the largest inner loss
-    over cells (every two cells of a pair come from some two rows). Every pair of inputs is
-    audited for inner domains up to 64 cells, a fixed sample of AUDIT_PAIRS beyond."""
-    return max(
+    over cells (every two cells of a pair come from some two rows). `split`: a report is the
+    attributes' independent inner reports, so P[report | row] is their product and, as two
+    rows may differ in every attribute, the loss is the sum of the inner losses. Every pair
+    of inputs is audited for inner domains up to 64 cells, a fixed sample of AUDIT_PAIRS
+    beyond. `hadamard`: `audit_hadamard`."""
+    if isinstance(mechanism, HadamardBreakdown):
+        return audit_hadamard(mechanism)
+    losses = [
         exact_audit(
             oracle, audit_pairs(oracle.domain_size, AUDIT_PAIRS, np.random.default_rng(0))
         ).epsilon
         for oracle in mechanism.inners
-    )
+    ]
+    return sum(losses) if isinstance(mechanism, SplitBreakdown) else max(losses)
+
+
+def audit_hadamard(mechanism: HadamardBreakdown) -> float:
+    """A report is (j, bit) with P[(j, b) | row] = (p if b = parity_j(row) else 1 - p) / |T|,
+    j drawn independently of the row. The loss over every pair of rows is, per event, the log
+    of its largest over its smallest probability across rows; coefficient j's parity depends
+    on the row only through its one or two attributes, every combination of whose values
+    some row holds, so its rows are those attributes' cells (computed from the mechanism's
+    own masks, codes and p)."""
+    sizes, bits, offsets = mechanism.attributes.sizes, mechanism.bits, mechanism.offsets
+    worst = 0.0
+    for mask in mechanism.masks.tolist():
+        own = [a for a in range(len(sizes)) if (mask >> offsets[a]) & ((1 << bits[a]) - 1)]
+        values = np.array(list(itertools.product(*(range(sizes[a]) for a in own))))
+        codes = np.zeros(values.shape[0], dtype=np.int64)
+        for column, a in zip(values.T, own, strict=True):
+            codes |= column.astype(np.int64) << offsets[a]
+        odd = parity(np.int64(mask) & codes)
+        for bit in (0, 1):
+            law = np.where(odd == bit, mechanism.p, 1 - mechanism.p) / mechanism.coefficients
+            worst = max(worst, float(np.log(law.max() / law.min())))
+    return worst

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.campaign import MEMO_EXACT, MEMO_NONE, MEMO_TREE, CampaignConfig
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.memoization import MEMO_EXACT, MEMO_NONE, MEMO_TREE
 from ldptel.client.oracles import FrequencyOracle
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import sample_uniform_below

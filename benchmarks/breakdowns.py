@@ -6,7 +6,7 @@ The peers estimate one-way marginals of the attributes they are given; to estima
 marginals they are given each user's C(k, 2) pair cells as the attributes (so SMP is the same
 design as our `pairs`). Their public output is MI post-processed (non-negative, normalized:
 biased); ours is the unbiased estimate. Aggregation CPU: the wire reports to every two-way
-marginal (ours: `state_of_reports` + `marginal`; theirs: the `*_Aggregator_MI` call).
+marginal (ours: `breakdown_reports(...).state` + `marginal`; theirs: the `*_Aggregator_MI` call).
 
 Run from the repository root: `benchmarks/run breakdowns` (the peers' venv).
 """
@@ -22,6 +22,7 @@ import numpy as np
 
 from ldptel.analysis.breakdown import simulated_rows
 from ldptel.client.multi import BREAKDOWNS, Attributes, choose_breakdown
+from ldptel.client.multi.wire_flat import breakdown_reports
 
 
 def _truth(attributes: Attributes, rows: np.ndarray) -> list[np.ndarray]:
@@ -41,7 +42,7 @@ def _ours(
         mechanism = BREAKDOWNS[name](epsilon=epsilon, attributes=attributes)
     reports = [mechanism.perturb_row(tuple(row)) for row in rows.tolist()]
     start = time.process_time()
-    state = mechanism.state_of_reports(reports)
+    state = breakdown_reports(mechanism).state(reports)
     estimates = [mechanism.marginal(state, pair).estimate for pair in attributes.pairs]
     return estimates, time.process_time() - start
 
@@ -87,7 +88,7 @@ def main() -> None:
     )
     print("| protocol | library | RMSE of two-way cell counts | aggregation CPU s (mean) |")
     print("|---|---|---:|---:|")
-    runs = [(f"ours {name}", _ours, name) for name in ("auto", "joint", "pairs")]
+    runs = [(f"ours {name}", _ours, name) for name in ("auto", *BREAKDOWNS)]
     runs += [(name, _peer, name) for name in ("SPL", "SMP", "RS+FD")]
     for label, run, name in runs:
         squares, seconds = [], 0.0
@@ -99,10 +100,16 @@ def main() -> None:
         rmse = float(np.sqrt(np.mean(squares)))
         library = "ldptel" if label.startswith("ours") else "multi-freq-ldpy"
         print(
-            f"| {label.removeprefix('ours ')} | {library} | {rmse:,.1f} | "
+            f"| {_shown(label, args.epsilon, attributes, args.n)} | {library} | {rmse:,.1f} | "
             f"{seconds / len(datasets):.3f} |",
             flush=True,
         )
+
+
+def _shown(label: str, epsilon: float, attributes: Attributes, n: int) -> str:
+    if label != "ours auto":
+        return label.removeprefix("ours ")
+    return f"auto (chose {choose_breakdown(epsilon, attributes, n)[0].name})"
 
 
 def _pair_sizes(attributes: Attributes) -> list[tuple[int, int]]:

@@ -127,7 +127,7 @@ def config_load_rows(tmp: str, d: int = 4096, repeats: int = 5) -> list[dict[str
         walls, peak = [], 0
         for _ in range(repeats):
             name = cache_config(state_dir, oracle, d, "none")
-            reporter._active.pop(name, None)  # forget it: the next use loads it again
+            reporter._configs.active.pop(name, None)  # forget it: the next use loads it again
             tracemalloc.start()
             start = time.perf_counter()
             reporter.privacy_spent(name)

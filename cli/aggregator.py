@@ -15,13 +15,15 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ldptel.cli.redis_option import add_redis_argument, redis_client
+from ldptel.cli.report_arguments import add_report_arguments, report_options
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
-    from ldptel.aggregator.reports import ReportOptions
+    from ldptel.aggregator.alerts import AlertSettings
+    from ldptel.aggregator.sinks import WindowSink
     from ldptel.aggregator.worker import PassStats, Worker
 
-__all__ = ["add_redis_argument", "add_report_arguments", "redis_client", "report_options"]
+__all__ = ["add_redis_argument", "redis_client"]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -39,29 +41,50 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of how reports are built (shared by `aggregator run` and `report`)."""
-    from ldptel.aggregator.consistency import ALIASES, METHODS
-
+def add_alert_arguments(parser: argparse.ArgumentParser, listing: bool = False) -> None:
+    """The alert settings (aggregator/alerts.py; docs/operations.md, "Alerts"); with
+    `listing`, also the `alerts` command's own options."""
+    if listing:
+        parser.add_argument("--json", action="store_true", help="print one JSON document")
+        add_redis_argument(parser)
     parser.add_argument(
-        "--consistency",
-        default=os.environ.get("LDPTEL_CONSISTENCY", "norm-sub"),
-        choices=[*METHODS, *ALIASES],
-        help="post-processing of the estimates into consistent ones (default norm-sub)",
+        "--alert-alpha",
+        default=os.environ.get("LDPTEL_ALERT_ALPHA", ""),
+        metavar="RATE",
+        help="false-alarm rate of each campaign's change and threshold tests per window "
+        "(Holm across items; default $LDPTEL_ALERT_ALPHA, else 0.01)",
     )
     parser.add_argument(
-        "--min-reports",
-        type=int,
-        default=os.environ.get("LDPTEL_MIN_REPORTS", "100"),
-        metavar="N",
-        help="below N reports a window says 'not enough reports' (default 100)",
+        "--alert-thresholds",
+        default=os.environ.get("LDPTEL_ALERT_THRESHOLDS", ""),
+        metavar="RULES",
+        help="CAMPAIGN:ITEM=VALUE,...: alarm when the item's share (a numeric campaign's "
+        "item mean: its mean) is significantly above VALUE (default $LDPTEL_ALERT_THRESHOLDS)",
     )
 
 
-def report_options(args: argparse.Namespace) -> ReportOptions:
-    from ldptel.aggregator.reports import ReportOptions
+def alert_settings(args: argparse.Namespace) -> AlertSettings:
+    from ldptel.aggregator.alerts import AlertSettings
 
-    return ReportOptions(consistency=args.consistency, min_reports=args.min_reports)
+    return AlertSettings.parse(args.alert_alpha, args.alert_thresholds)
+
+
+def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
+    """`aggregator prune`'s options."""
+    parser.add_argument("campaign", help="campaign name")
+    parser.add_argument(
+        "--before",
+        required=True,
+        metavar="WHEN",
+        help="windows starting before this: unix seconds or an ISO date/time (UTC)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document: totals and every state"
+    )
+    add_redis_argument(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,29 +133,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="address of the health server (default 127.0.0.1; 0.0.0.0 in a container)",
     )
+    run_parser.add_argument(
+        "--parquet-dir",
+        default=os.environ.get("LDPTEL_AGGREGATOR_PARQUET_DIR") or None,
+        metavar="DIR",
+        help="also export every window report built as Parquet under DIR/<campaign>/"
+        "window_unix=<start>/ (needs pyarrow; default $LDPTEL_AGGREGATOR_PARQUET_DIR, else off)",
+    )
     run_parser.add_argument("--quiet", action="store_true", help="log warnings only")
     run_parser.add_argument(
         "--json", action="store_true", help="with --once: print the pass's totals as JSON"
     )
     add_report_arguments(run_parser)
-    prune_parser = sub.add_parser(
+    add_alert_arguments(run_parser)
+    add_alert_arguments(sub.add_parser(
+        "alerts",
+        help="the alert tests of every campaign's latest complete window, as /metrics has them",
+    ), listing=True)  # fmt: skip
+    add_prune_arguments(sub.add_parser(
         "prune",
         help="delete the window state of old, reported windows (their stored reports stay)",
-    )
-    prune_parser.add_argument("campaign", help="campaign name")
-    prune_parser.add_argument(
-        "--before",
-        required=True,
-        metavar="WHEN",
-        help="windows starting before this: unix seconds or an ISO date/time (UTC)",
-    )
-    prune_parser.add_argument(
-        "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
-    )
-    prune_parser.add_argument(
-        "--json", action="store_true", help="print one JSON document: totals and every state"
-    )
-    add_redis_argument(prune_parser)
+    ))  # fmt: skip
+    from ldptel.cli.candidates import add_candidates_parser
+
+    add_candidates_parser(sub)
 
 
 @contextmanager
@@ -154,6 +178,12 @@ def graceful_stop(stop: Callable[[], None]) -> Iterator[None]:
 def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         return run_prune(args)
+    if args.action == "alerts":
+        return run_alerts(args)
+    if args.action == "candidates":
+        from ldptel.cli.candidates import run_candidates
+
+        return run_candidates(args)
     from ldptel.aggregator.worker import Worker
     from ldptel.store import logs
 
@@ -167,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise ParameterError("json", "only with --once (a service logs JSON instead)")
     every = None if args.once else parse_duration(args.every)
+    alerts = alert_settings(args)
     logs.configure("WARNING" if args.quiet else None)
     client = redis_client(args.redis_url)
     worker = Worker(
@@ -175,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         batch_entries=args.batch_entries,
         lease_ms=args.lease_ms,
         report_options=report_options(args),
+        exports=exports(args),
     )
     with graceful_stop(worker.stop):
         if every is None:
@@ -188,25 +220,41 @@ def run(args: argparse.Namespace) -> int:
                 f"{stats.reports_built} window reports built"
             )
         elif args.health_port:
-            _run_observed(worker, every, args.health_host, args.health_port)
+            _run_observed(worker, every, args.health_host, args.health_port, alerts)
         else:
             worker.run_forever(every)
     return 0
 
 
+def exports(args: argparse.Namespace) -> list[WindowSink]:
+    """The sinks after the store that the options ask for (aggregator/sinks/)."""
+    if args.parquet_dir is None:
+        return []
+    from ldptel.aggregator.parquet_export import ParquetUnavailableError
+    from ldptel.aggregator.sinks import ParquetSink
+
+    try:
+        return [ParquetSink(args.parquet_dir)]
+    except ParquetUnavailableError as error:
+        raise ParameterError("parquet_dir", str(error)) from None
+
+
 def pass_totals(stats: PassStats) -> dict[str, int]:
     """A pass's totals, for `run --once --json`."""
-    names = ("reports", "entries", "quarantined", "shards", "skipped_shards", "reports_built")
+    names = ("reports", "entries", "quarantined", "shards", "skipped_shards", "reports_built",
+             "export_failures", "exports_redelivered")  # fmt: skip
     return {name: getattr(stats, name) for name in names}
 
 
-def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
+def _run_observed(
+    worker: Worker, every: float, host: str, port: int, alerts: AlertSettings
+) -> None:
     """`run_forever` with metrics and the health server; the loop counts as stalled when no
     step or pass ended for three intervals (at least a minute, the lease's order)."""
     from ldptel.aggregator.metrics import AggregatorMetrics, HealthServer
     from ldptel.cli.main import CliError
 
-    metrics = AggregatorMetrics(stale_seconds=max(3 * every, 60.0))
+    metrics = AggregatorMetrics(stale_seconds=max(3 * every, 60.0), alerts=alerts)
     worker.metrics = metrics
     try:
         server = HealthServer(metrics, host, port)
@@ -214,6 +262,40 @@ def _run_observed(worker: Worker, every: float, host: str, port: int) -> None:
         raise CliError(f"health server on {host}:{port}: {error.strerror}") from error
     with server:
         worker.run_forever(every)
+
+
+def run_alerts(args: argparse.Namespace) -> int:
+    """`aggregator alerts`: what the alert gauges hold, per campaign and item."""
+    import dataclasses
+    import time
+
+    from ldptel.aggregator.alerts import campaign_alerts
+    from ldptel.store.registry import Registry
+    from ldptel.store.reports import iso
+
+    settings = alert_settings(args)
+    client = redis_client(args.redis_url)
+    now = time.time()
+    found = [campaign_alerts(client, name, settings, now) for name in Registry(client).names()]
+    campaigns = [alerts for alerts in found if alerts is not None]
+    if args.json:
+        print(json.dumps({"alpha": settings.alpha, "campaigns": [{
+            "campaign": a.campaign, "window": iso(a.window), "window_unix": a.window,
+            "previous_unix": a.previous, "items": [dataclasses.asdict(i) for i in a.items],
+        } for a in campaigns]}))  # fmt: skip
+        return 0
+    if not campaigns:
+        print("no campaign has a complete window with a report yet")
+    for alerts in campaigns:
+        fired = [i for i in alerts.items if i.changed or i.exceeded]
+        print(f"{alerts.campaign}  window {iso(alerts.window)}: {len(alerts.items)} items, "
+              f"{len(fired)} alerting at alpha {settings.alpha:g}")  # fmt: skip
+        for item in fired:
+            why = [
+                w for w, on in (("changed", item.changed), ("above threshold", item.exceeded)) if on
+            ]
+            print(f"  {item.item}: {item.estimate:.4g} +- {item.stderr:.2g} ({', '.join(why)})")
+    return 0
 
 
 def run_prune(args: argparse.Namespace) -> int:

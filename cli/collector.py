@@ -201,12 +201,14 @@ def _token(args: argparse.Namespace) -> int:
 
 
 #: What a campaign's values are, as `campaign list` shows them: an open domain's longest
-#: string, a numeric range, or a categorical domain's size.
-VALUE_KEYS = ("max_length", "range", "d")
+#: string, a numeric range, a breakdown's attribute sizes, or a categorical domain's size.
+VALUE_KEYS = ("max_length", "range", "attributes", "d")
 
 
 def _campaign_rows(registry: Registry) -> list[dict[str, Any]]:
     """Every campaign with a current config: its state, oracle, epsilon, values, config id."""
+    from ldptel.client.campaign_kinds import Breakdown
+
     rows = []
     for name in registry.names():
         campaign = registry.campaign(name, fresh=True)
@@ -217,6 +219,10 @@ def _campaign_rows(registry: Registry) -> list[dict[str, Any]]:
             values: dict[str, Any] = {"max_length": config.max_length}
         elif config.range is not None:
             values = {"range": list(config.range)}
+        elif isinstance(config.kind, Breakdown):
+            names, labels = config.kind.attributes.names, config.kind.attributes.labels
+            sizes = (f"{name}:{len(own)}" for name, own in zip(names, labels, strict=True))
+            values = {"attributes": ",".join(sizes)}
         else:
             values = {"d": config.domain_size}
         state = "retired" if campaign.retired else "active"

@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import secrets
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +36,11 @@ from ldptel.cli.demo_data import (
 from ldptel.cli.demo_driver import (
     ADMIN_APP,
     SDK_USERS,
+    Filled,
     admin_post,
     post_reports,
     report_through_sdk,
+    run_step,
 )
 from ldptel.cli.demo_process import (
     SimulatedClock,
@@ -53,7 +53,7 @@ from ldptel.cli.progress import shows_progress
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
-    from ldptel.aggregator.model import WindowDocument
+    pass
 
 
 CAMPAIGN = "demo-screens"
@@ -193,24 +193,6 @@ def run(args: argparse.Namespace) -> int:
         return _demo(args, campaign, stack)
 
 
-def run_step(description: str, show: bool, action: Callable[[], Any]) -> Any:
-    stage = Stage(description, show, total=1)
-    try:
-        result = action()
-        stage.advance()
-        return result
-    finally:
-        stage.close()
-
-
-@dataclass(frozen=True)
-class Filled:
-    """What the demo put in Redis: the campaign's last window document and its true counts."""
-
-    document: WindowDocument
-    true_counts: list[int]
-
-
 def _demo(args: argparse.Namespace, campaign: dict[str, Any], stack: ExitStack) -> int:
     from ldptel.aggregator.html import render_html
     from ldptel.aggregator.model import to_json
@@ -263,6 +245,7 @@ def fill(
     from ldptel.aggregator.worker import Worker
     from ldptel.client.campaign import CampaignConfig
     from ldptel.collector import create_app
+    from ldptel.store import candidates as stored_candidates
     from ldptel.store.registry import Registry
 
     admin_token = secrets.token_urlsafe(32)
@@ -309,6 +292,10 @@ def fill(
 
     client = redis.Redis.from_url(redis_url)
     stack.callback(client.close)
+    if users.candidates is not None:  # the campaign's dictionary, for every stored window
+        stored_candidates.save(
+            client, users.name, list(users.candidates.values), users.candidates.source
+        )
     stage = Stage("aggregating", show, total=args.n * args.windows, unit="report")
     try:
         Worker(client, on_step=lambda result: stage.advance(result.reports)).run_pass()
@@ -319,7 +306,7 @@ def fill(
     try:
         registry = Registry(client)
         window = list_windows(client, registry, users.name)[-1]
-        document = build_window(client, registry, users.name, window, None, None, users.candidates)
+        document = build_window(client, registry, users.name, window)
         stage.advance()
     finally:
         stage.close()

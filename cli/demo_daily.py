@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from ldptel.cli.demo import Filled
+    from ldptel.cli.demo_driver import Filled
 
 DAILY_CAMPAIGN = "demo-daily"
 DAYS = 365
@@ -65,12 +65,10 @@ def fill_daily(
     from ldptel.aggregator.reports import build_window
     from ldptel.aggregator.worker import Worker
     from ldptel.analysis.longitudinal import tree_batches
-    from ldptel.cli.demo import Filled, run_step
-    from ldptel.cli.demo_driver import ADMIN_APP, BATCH, admin_post, post_batch
+    from ldptel.cli.demo_driver import ADMIN_APP, BATCH, Filled, admin_post, post_batch, run_step
     from ldptel.cli.demo_process import SimulatedClock, Stage, serve
     from ldptel.client.campaign import CampaignConfig
     from ldptel.client.transport import Transport
-    from ldptel.client.tree_config import tree_shape
     from ldptel.client.tree_wire import TreeReports
     from ldptel.collector import create_app
     from ldptel.store.registry import Registry
@@ -93,7 +91,7 @@ def fill_daily(
     first_day = (today // DAYS - 1) * DAYS  # the last complete horizon
     rng = np.random.default_rng(args.seed)
     values = daily_values(args.n, rng)
-    shape = tree_shape(config)
+    shape = config.tree_shape()
     mechanism = TreeReports(shape)
     transport = Transport(base_url, token, timeout=30.0)
     stage = Stage("a year of daily reports", show, total=args.n * DAYS, unit="report")

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ldptel.cli.demo_process import Stage
 from ldptel.client.errors import ParameterError
 
 if TYPE_CHECKING:  # the CLI imports a part only when a command needs it
+    from ldptel.aggregator.model import WindowDocument
     from ldptel.client.campaign import CampaignConfig, Mechanism
     from ldptel.client.oracles import ReportBatch
     from ldptel.client.transport import Transport
@@ -157,3 +159,21 @@ def worker_pool() -> Iterator[ThreadPoolExecutor]:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def run_step(description: str, show: bool, action: Callable[[], Any]) -> Any:
+    stage = Stage(description, show, total=1)
+    try:
+        result = action()
+        stage.advance()
+        return result
+    finally:
+        stage.close()
+
+
+@dataclass(frozen=True)
+class Filled:
+    """What the demo put in Redis: the campaign's last window document and its true counts."""
+
+    document: WindowDocument
+    true_counts: list[int]

@@ -10,14 +10,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ldptel.cli.aggregator import (
-    add_redis_argument,
-    add_report_arguments,
-    redis_client,
-    report_options,
-)
-from ldptel.client.campaign import check_candidates
+from ldptel.cli.redis_option import add_redis_argument, redis_client
+from ldptel.cli.report_arguments import add_report_arguments, report_options
 from ldptel.client.errors import ParameterError
+from ldptel.client.labels import check_candidates
 
 if TYPE_CHECKING:
     from ldptel.aggregator.model import WindowDocument
@@ -110,8 +106,9 @@ def read_candidates(path: str) -> Candidates:
 
 def discovered_candidates(path: str) -> Candidates:
     """The strings an open-domain report document (`ldptel report --json`) lists."""
-    from ldptel.aggregator.model import DocumentError, from_json
+    from ldptel.aggregator.model import from_json
     from ldptel.aggregator.reports import Candidates
+    from ldptel.aggregator.typed_json import DocumentError
 
     text = read_text(path, "candidates_from")
     try:

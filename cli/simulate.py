@@ -38,6 +38,7 @@ from ldptel.cli.simulate_output import item_lines, item_rows, shape_text, simula
 from ldptel.cli.table import format_table
 from ldptel.cli.values_file import oracle_over_file
 from ldptel.client.campaign import CampaignConfig, Mechanism
+from ldptel.client.campaign_kinds import Categorical
 from ldptel.client.errors import LdptelError, ParameterError
 from ldptel.client.guarantee import guarantee
 from ldptel.client.levels import SIMULATED_STRATEGIES
@@ -75,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--attributes",
         metavar="NAME:SIZE,...",
         help="a breakdown over 2-8 attributes (e.g. os:4,plan:3,country:5): --oracle auto, "
-        "joint or pairs; with --values-file (a CSV with a header): NAME,... its columns used "
+        "joint, pairs, split or hadamard; with --values-file (a CSV with a header): NAME,... its "
+        "columns used "
         "(docs/breakdowns.md)",
     )
     parser.add_argument(
@@ -171,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
 def simulated_privacy(oracle: Mechanism, n: int) -> Privacy:
     """The privacy object a window report of these n users would carry: one report per user
     in the window, the default lifetime budget (aggregator/privacy.py)."""
-    config = CampaignConfig(name="simulate", oracle=oracle.name, epsilon=oracle.epsilon, domain=())
+    config = CampaignConfig(
+        name="simulate", oracle=oracle.name, epsilon=oracle.epsilon, kind=Categorical(domain=())
+    )
     return privacy_section(config, oracle, n, guarantee(config, oracle.epsilon))
 
 

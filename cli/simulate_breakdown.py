@@ -78,7 +78,7 @@ def run_breakdown(args: argparse.Namespace) -> int:
     results = simulate_breakdown(mechanism, rows, rng)
     document: dict[str, Any] = {
         "oracle": mechanism.name,
-        "inner_oracles": sorted({oracle.name for oracle in mechanism.inners}),
+        "inner_oracles": list(mechanism.inner_names),
         "epsilon": mechanism.epsilon,
         "audited_epsilon": audit_breakdown(mechanism),
         "attributes": dict(zip(attributes.names, attributes.sizes, strict=True)),

@@ -73,8 +73,12 @@ def _level_config(args: argparse.Namespace, levels: dict[str, float]) -> Campaig
     # Sample is not a campaign strategy: its config is threshold's (same t, validated the
     # same way) with the strategy swapped in.
     sample = args.level_strategy == SAMPLE
-    if sample and threshold is None:
-        raise ParameterError("level_threshold", "is required by level_strategy sample")
+    if args.level_strategy in ("threshold", SAMPLE) and threshold is None:
+        # The config's own message names its fields; here the flags the user typed.
+        raise ParameterError(
+            "level_threshold",
+            f"--level-threshold T is required by --level-strategy {args.level_strategy}",
+        )
     config = CampaignConfig.from_dict(
         {
             "name": "simulation",

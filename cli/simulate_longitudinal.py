@@ -17,8 +17,8 @@ from ldptel.analysis.longitudinal import (
     window_rmse,
 )
 from ldptel.cli.oracle_options import parse_float, parse_int, parse_positive, rng_from_args
-from ldptel.client.campaign import MEMO_EXACT, MEMO_NONE, MEMO_TREE
 from ldptel.client.errors import ParameterError
+from ldptel.client.memoization import MEMO_EXACT, MEMO_NONE, MEMO_TREE
 from ldptel.client.tree import MAX_HORIZON_WINDOWS
 
 DEFAULT_INSTALLS = 20_000

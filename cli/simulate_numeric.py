@@ -78,6 +78,19 @@ def _values(
     return values, {"values_file": None, "distribution": shape}
 
 
+def epsilon_words(exact: float, requested: float) -> str:
+    """The epsilon a run guarantees, in words: the requested one when they agree to 10
+    digits, else the exact loss of the mechanism's integer probabilities (never above the
+    request: duchi's A = ceil(B K / (e^eps - 1)) gives ln(1 + B K / A) = 0.9999999987 for 1)
+    beside the request."""
+    if f"{exact:.10g}" == f"{requested:.10g}":
+        return f"epsilon {requested:g}"
+    return (
+        f"epsilon {exact:.10g} (requested {requested:g}; the exact loss of its integer "
+        "probabilities, never above the request)"
+    )
+
+
 def _header(
     mechanism: NumericMechanism,
     args: argparse.Namespace,
@@ -88,6 +101,7 @@ def _header(
     header: dict[str, Any] = {
         "oracle": mechanism.name,
         "epsilon": mechanism.epsilon,
+        "requested_epsilon": mechanism.requested_epsilon,
         "range": [mechanism.low, mechanism.high],
         "params": {**mechanism.fixed_params(), **mechanism.derived_params()},
         "n": n,
@@ -137,7 +151,8 @@ def _text(document: dict[str, Any]) -> str:
     low, high = document["range"]
     source = document["values_file"] or document["distribution"]
     lines = [
-        f"oracle {document['oracle']}, epsilon {document['epsilon']:.6g}, range "
+        f"oracle {document['oracle']}, "
+        f"{epsilon_words(document['epsilon'], document['requested_epsilon'])}, range "
         f"[{low:g}, {high:g}], n {document['n']} ({source}, seed {document['seed']})"
     ]
     if "oracle_choice" in document:
@@ -182,6 +197,7 @@ def _plan(mechanism: NumericMechanism, args: argparse.Namespace) -> int:
     document = {
         "oracle": mechanism.name,
         "epsilon": mechanism.epsilon,
+        "requested_epsilon": mechanism.requested_epsilon,
         "range": [mechanism.low, mechanism.high],
         "target_stderr": target,
         "n_required": users,
@@ -191,7 +207,8 @@ def _plan(mechanism: NumericMechanism, args: argparse.Namespace) -> int:
         print(json.dumps(document))
     else:
         print(
-            f"oracle {mechanism.name}, epsilon {mechanism.epsilon:.6g}, range "
+            f"oracle {mechanism.name}, "
+            f"{epsilon_words(mechanism.epsilon, mechanism.requested_epsilon)}, range "
             f"[{mechanism.low:g}, {mechanism.high:g}]: {users:,} users for a standard error "
             f"<= {target:g} on the mean (worst case over values)"
         )

@@ -26,7 +26,8 @@ from ldptel.client.errors import (
 from ldptel.client.oracles import ORACLES, FrequencyOracle, make_oracle
 
 if TYPE_CHECKING:  # the app's type checker sees the real classes, not __getattr__'s Any
-    from ldptel.client.reporter import Reporter, Stats
+    from ldptel.client.reporter import Reporter
+    from ldptel.client.stats import Stats
     from ldptel.client.status import ReportStatus
 
 __all__ = [
@@ -61,10 +62,14 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # The SDK (requests, sqlite3, a thread) loads on first use: the collector and the
     # aggregator import ldptel.client for the oracles only.
-    if name in ("Reporter", "Stats"):
-        from ldptel.client import reporter
+    if name == "Reporter":
+        from ldptel.client.reporter import Reporter
 
-        return getattr(reporter, name)
+        return Reporter
+    if name == "Stats":
+        from ldptel.client.stats import Stats
+
+        return Stats
     if name == "ReportStatus":
         from ldptel.client.status import ReportStatus
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ldptel.client.campaign import MEMO_EXACT, NUMERIC_MEMO_REFUSED, CampaignConfig
+from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import LdptelError
+from ldptel.client.memoization import MEMO_EXACT, NUMERIC_MEMO_REFUSED
 from ldptel.client.transport import ConfigAnswer
 
 Status = Literal["active", "retired", "unknown"]

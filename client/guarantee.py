@@ -12,13 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ldptel.client import lifetime as lifetime_budget
-from ldptel.client.campaign import (
-    MEMO_EXACT,
-    MEMO_NONE,
-    MEMO_TREE,
-    NUMERIC_MEMO_REFUSED,
-    CampaignConfig,
-)
+from ldptel.client.campaign import CampaignConfig
+from ldptel.client.memoization import MEMO_EXACT, MEMO_NONE, MEMO_TREE, NUMERIC_MEMO_REFUSED
 from ldptel.client.statements import ENFORCED, LIFETIME_COMPOSED, LIFETIME_PURE, WINDOW, render
 from ldptel.client.tree_config import TREE_DISCLOSES, TREE_HOLDS_FOR, tree_statement
 
@@ -144,7 +139,7 @@ def guarantee(config: CampaignConfig, per_report: float | None = None) -> Guaran
     statement = " ".join(sentences)
     if config.memoization == MEMO_TREE:  # client/tree_config.py
         holds_for, discloses = TREE_HOLDS_FOR, TREE_DISCLOSES
-        statement = tree_statement(config, budget.window_epsilon, budget.lifetime_epsilon)
+        statement = tree_statement(config.tree_shape(), budget.lifetime_epsilon)
     return Guarantee(
         memoization=config.memoization,
         per_report_epsilon=per_report,

@@ -44,9 +44,11 @@ import sqlite3
 import numpy as np
 
 from ldptel.client import tree_memo
-from ldptel.client.campaign import MEMO_EXACT, CampaignConfig, Mechanism
+from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.errors import ParameterError
+from ldptel.client.memoization import MEMO_EXACT
+from ldptel.client.multi.wire import BreakdownReports
 from ldptel.client.numeric import NumericMechanism
 from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle, WireReport
 from ldptel.client.oracles.rappor import Rappor, RapporClient
@@ -195,7 +197,8 @@ class Randomizer:
             cohort = np.array([self._rappor.cohort], dtype=np.int64)
             batch = self._rappor.oracle.perturb_cohorts(values, cohort, self._rng)
             return wire_json(self._rappor.oracle.encode(batch)[0])
-        assert isinstance(self.oracle, FrequencyOracle)  # a text's oracles returned above
+        # A label's index, or a breakdown row's joint index (BreakdownReports.perturb).
+        assert isinstance(self.oracle, FrequencyOracle | BreakdownReports)
         return wire_json(self.oracle.perturb(index, self._rng))
 
 

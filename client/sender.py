@@ -5,7 +5,8 @@ the collector accepts, the last error, flush waiters, checkpoints, the disk-full
 its thread: one per process (a forked child starts its own). The Reporter talks to it through
 `spooled`/`wake` (after a report), `accepting`/`disk_full` (before and on a write), `flush`,
 `stop`, `last_error` and the fork hooks; the Sender reaches the state database only through the
-Reporter's lock and connection, and the campaigns through two callbacks.
+Reporter's lock and connection (client/state.py), and the campaigns and the collector's windows
+through three callbacks (client/config_cache.py, client/windows.py).
 
 The thread sleeps until a batch is due (full, old enough, flushed) or a retry's time comes; it
 is the only place that waits on the network.

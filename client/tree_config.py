@@ -14,14 +14,10 @@ oracle "de": each read node's bit is binary randomized response.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.tree import MAX_HORIZON_WINDOWS, TreeShape, check_tree
-
-if TYPE_CHECKING:
-    from ldptel.client.campaign import CampaignConfig
 
 TREE = "tree"
 TREE_FIELDS = ("horizon_windows", "max_changes")
@@ -55,7 +51,7 @@ def resolve_memoization(data: dict[str, Any], default: str) -> object:
 
 def check_tree_fields(data: dict[str, Any], memoization: object) -> tuple[int | None, int | None]:
     """(horizon_windows, max_changes) of an untrusted config; None where not given (a tree
-    config's defaults are written by `with_tree_defaults`)."""
+    config's defaults are written by `tree_defaults`)."""
     given = [name for name in TREE_FIELDS if data.get(name) is not None]
     if memoization != TREE:
         if given:
@@ -82,24 +78,13 @@ def check_tree_fields(data: dict[str, Any], memoization: object) -> tuple[int | 
     return None, None
 
 
-def with_tree_defaults(config: CampaignConfig) -> CampaignConfig:
-    """The config with its derived horizon and change cap written in (module docstring)."""
-    horizon = config.horizon_windows
+def tree_defaults(window_seconds: int, horizon: int | None, changes: int | None) -> tuple[int, int]:
+    """A tree config's horizon and change cap, derived where unwritten (module docstring)."""
     if horizon is None:
-        horizon = min(max(DEFAULT_HORIZON_SECONDS // config.window_seconds, 1), MAX_HORIZON_WINDOWS)
-    changes = config.max_changes
+        horizon = min(max(DEFAULT_HORIZON_SECONDS // window_seconds, 1), MAX_HORIZON_WINDOWS)
     if changes is None:
         changes = min(DEFAULT_MAX_CHANGES, horizon)
-    horizon, changes = check_tree(horizon, changes)
-    return replace(config, horizon_windows=horizon, max_changes=changes)
-
-
-def tree_shape(config: CampaignConfig) -> TreeShape:
-    """The public parameters of a tree config's horizons (defaults derived if unwritten)."""
-    created = with_tree_defaults(config)
-    assert created.horizon_windows is not None and created.max_changes is not None
-    items = 1 if config.domain_size == 2 else config.domain_size
-    return TreeShape(created.horizon_windows, created.max_changes, config.epsilon, items)
+    return check_tree(horizon, changes)
 
 
 #: What a tree config's guarantee holds for, and what it discloses (guarantee.Guarantee).
@@ -110,9 +95,8 @@ TREE_DISCLOSES = (
 )
 
 
-def tree_statement(config: CampaignConfig, window_epsilon: float, lifetime: float) -> str:
-    """The guarantee of a tree config in words (guarantee.guarantee)."""
-    shape = tree_shape(config)
+def tree_statement(shape: TreeShape, lifetime: float) -> str:
+    """The guarantee of a tree config (its `CampaignConfig.tree_shape`) in words."""
     horizons = int(lifetime / shape.epsilon * (1 + 1e-9))
     return (
         f"Per install, between {TREE_HOLDS_FOR} ({shape.horizon_windows} windows): privacy "

@@ -34,7 +34,8 @@ def parse_origins(setting: str) -> frozenset[str]:
 
 def register_cors(app: Flask, setting: str) -> None:
     """Answer preflights (204, with CORS headers for the allowed origins only) and add the
-    CORS headers to the answers to allowed origins."""
+    CORS headers (and `Vary: Origin`) to the answers to allowed origins; with no origin
+    configured, only the preflights."""
     origins = parse_origins(setting)
 
     def allowed() -> str | None:
@@ -53,6 +54,9 @@ def register_cors(app: Flask, setting: str) -> None:
             response.headers["Access-Control-Allow-Headers"] = ALLOW_HEADERS
             response.headers["Access-Control-Max-Age"] = str(MAX_AGE_SECONDS)
         return response
+
+    if not origins:  # no origin is ever allowed: the answers need no CORS header at all
+        return
 
     @app.after_request
     def add_headers(response: Response) -> Response:

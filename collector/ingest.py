@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import xxhash
 
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
@@ -192,13 +191,9 @@ class ReportForm:
 
     @classmethod
     def of(cls, oracle: ReportMechanism) -> ReportForm:
-        widest = {}
-        for f in oracle.fields:
-            dtype = np.dtype(f.dtype)
-            top = np.iinfo(dtype).max if dtype.kind in "iu" else np.finfo(dtype).min
-            widest[f.name] = np.full(f.shape(1), top, dtype=dtype)
-        report = oracle.encode(widest)[0]
-        return cls(frozenset(report), len(json.dumps(report, separators=(",", ":"))))
+        reports = oracle.widest_reports()
+        keys = frozenset(key for report in reports for key in report)
+        return cls(keys, max(len(json.dumps(r, separators=(",", ":"))) for r in reports))
 
     def text_bytes(self, max_reports: int) -> int:
         """The most bytes `max_reports` such reports take in a batch's JSON text, whitespace

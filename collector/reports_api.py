@@ -1,4 +1,4 @@
-"""Read-only access to the aggregator's stored window reports:
+"""Read-only access to the aggregator's stored window reports, as the `reports` blueprint:
 `GET /v1/campaigns/<name>/reports/<window>` with the analyst (or admin) token.
 
 The aggregator stores one JSON document per (campaign, window) (ldptel.store.reports); this serves
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from flask import Flask, Response, request
+from flask import Blueprint, Response, request
 
 from ldptel.client.errors import ParameterError
 from ldptel.collector.auth import bearer_token
@@ -19,6 +19,8 @@ from ldptel.collector.errors import ApiError, bad_request
 from ldptel.collector.instance import current
 from ldptel.collector.settings import CollectorConfig
 from ldptel.store import reports
+
+blueprint = Blueprint("reports", __name__)
 
 
 def check_analyst(authorization: str | None, settings: CollectorConfig) -> None:
@@ -34,28 +36,25 @@ def check_analyst(authorization: str | None, settings: CollectorConfig) -> None:
         raise ApiError(403, "Authorization", "not an analyst token", code="forbidden")
 
 
-def register_reports_api(app: Flask) -> None:
-    """Add the report endpoint to the collector app."""
-
-    @app.get("/v1/campaigns/<name>/reports/<window>")
-    def get_window_report(name: str, window: str) -> Response:
-        collector = current()
-        check_analyst(request.headers.get("Authorization"), collector.config)
-        try:
-            start = reports.parse_window(window)
-        except ParameterError as error:
-            raise bad_request("window", error.reason) from error
-        campaign = collector.registry.campaign(name, fresh=True)
-        if campaign is None:
-            raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
-        config = collector.registry.config(campaign.config_id)
-        if config is not None:
-            start = config.window_of(start)
-        document = reports.load(collector.redis, name, start)
-        if document is None:
-            raise ApiError(404, "window", "no report for this window yet", code="no_report")
-        return Response(
-            document,
-            mimetype="application/json",
-            headers={"Cache-Control": "private, max-age=60"},
-        )
+@blueprint.get("/v1/campaigns/<name>/reports/<window>")
+def get_window_report(name: str, window: str) -> Response:
+    collector = current()
+    check_analyst(request.headers.get("Authorization"), collector.config)
+    try:
+        start = reports.parse_window(window)
+    except ParameterError as error:
+        raise bad_request("window", error.reason) from error
+    campaign = collector.registry.campaign(name, fresh=True)
+    if campaign is None:
+        raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
+    config = collector.registry.config(campaign.config_id)
+    if config is not None:
+        start = config.window_of(start)
+    document = reports.load(collector.redis, name, start)
+    if document is None:
+        raise ApiError(404, "window", "no report for this window yet", code="no_report")
+    return Response(
+        document,
+        mimetype="application/json",
+        headers={"Cache-Control": "private, max-age=60"},
+    )

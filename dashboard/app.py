@@ -14,12 +14,14 @@ campaign), as the collector's API does, never an HTML error page.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from ldptel.client.errors import ParameterError
-from ldptel.dashboard import campaign_pages, pages, signin
+from ldptel.dashboard import breakdown_pages, campaign_pages, pages, signin
 from ldptel.dashboard.access import SECURITY_HEADERS, AccessSettings, LoginThrottle, Sessions
 from ldptel.dashboard.campaign_pages import NotFoundError
 from ldptel.dashboard.context import EXTENSION, Dashboard, error_response, token_digest
@@ -34,9 +36,11 @@ def create_app(
     *,
     warm: bool = False,
     access: AccessSettings | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Flask:
     """The dashboard over one Redis (or Redis Cluster) client; with `warm`, a background
-    thread reads every campaign's documents at once, so that the first page need not."""
+    thread reads every campaign's documents at once, so that the first page need not;
+    `clock` (unix seconds) ends the relative periods ("last 7 days")."""
     app = Flask(__name__, instance_path=None)
     app.url_map.strict_slashes = False
     settings = access or AccessSettings()
@@ -47,6 +51,7 @@ def create_app(
         expected=None if analyst_token is None else token_digest(analyst_token),
         sessions=Sessions(client, settings.session_seconds),
         throttle=LoginThrottle(settings.login_attempts),
+        clock=clock,
     )
     app.extensions[EXTENSION] = dashboard
     if warm:
@@ -56,6 +61,7 @@ def create_app(
         ).start()
     app.register_blueprint(signin.blueprint)
     app.register_blueprint(campaign_pages.blueprint)
+    app.register_blueprint(breakdown_pages.blueprint)
     _register_common(app)
     return app
 

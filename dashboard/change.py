@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.aggregator.reports import significance_z
-from ldptel.client.campaign import MEMO_NONE
+from ldptel.client.memoization import MEMO_NONE
 from ldptel.dashboard.series import Numbers
 
 

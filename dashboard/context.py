@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from flask import Response, current_app
 
@@ -31,6 +33,8 @@ class Dashboard:
     expected: bytes | None
     sessions: Sessions
     throttle: LoginThrottle
+    #: Unix seconds now: where a relative period ("last 7 days") ends.
+    clock: Callable[[], float] = field(default=time.time)
 
 
 def current() -> Dashboard:

@@ -12,12 +12,9 @@ from importlib import resources
 from string import Template
 from urllib.parse import urlencode
 
-from ldptel.aggregator.html import chart_svg, numeric_html, style, summary_html
-from ldptel.aggregator.model import Report
-from ldptel.aggregator.reports import NOT_ENOUGH, privacy_sentences
-from ldptel.aggregator.table import discovery_sentence
+from ldptel.aggregator.html import style
 from ldptel.dashboard.change import Change
-from ldptel.dashboard.charts import TrendPoint, figure, trend_svg
+from ldptel.dashboard.charts import TrendPoint, config_changes, figure, responsive, trend_svg
 from ldptel.dashboard.series import Numbers, window_label
 
 #: Live filtering of the item rows while typing (filter.js; the search also works without it:
@@ -30,7 +27,37 @@ SIGN_OUT = (
 )
 
 
-def page(title: str, body: str, home: str, script: str = "", *, sign_out: bool = False) -> str:
+#: What a page's numbers are, by the kind of campaign it shows (its footer).
+FOOTERS = {
+    "signin": "ldptel dashboard (read-only): sign in with the analyst token.",
+    "list": "ldptel dashboard (read-only). Every number is from the window reports the "
+    "aggregator stores; open a campaign for its estimates, intervals and trends.",
+    "categorical": "ldptel dashboard (read-only). Estimates are unbiased counts (or percents "
+    "of the window's reports) with their exact variance and the confidence intervals each "
+    "report states; consistent values are post-processed (non-negative, summing to n), cost "
+    "no privacy and are biased. Windows with too few reports are listed, never plotted.",
+    "open": "ldptel dashboard (read-only). Each window lists only the candidates whose "
+    "unbiased estimate clears its release threshold, with their exact variance and "
+    "confidence intervals. Windows with too few reports are listed, never plotted.",
+    "breakdown": "ldptel dashboard (read-only). Each cell is an unbiased count of users with "
+    "its exact variance and the confidence interval its report states; consistent counts are "
+    "post-processed (non-negative, summing to n, agreeing across marginals), cost no privacy "
+    "and are biased. Windows with too few reports are listed, never plotted.",
+    "numeric": "ldptel dashboard (read-only). The mean is an unbiased estimate with the "
+    "standard error and confidence interval each report states, drawn clipped to the "
+    "campaign's range. Windows with too few reports are listed, never plotted.",
+}
+
+
+def page(
+    title: str,
+    body: str,
+    home: str,
+    script: str = "",
+    *,
+    sign_out: bool = False,
+    footer: str = FOOTERS["list"],
+) -> str:
     text = resources.files("ldptel.dashboard").joinpath("page.html").read_text()
     return Template(text).substitute(
         title=escape(title),
@@ -38,6 +65,7 @@ def page(title: str, body: str, home: str, script: str = "", *, sign_out: bool =
         home=escape(home),
         script=script,
         sign_out=SIGN_OUT if sign_out else "",
+        footer=escape(footer),
     )
 
 
@@ -106,6 +134,13 @@ class Selection:
     before: int | None
     after: int | None
     search: str
+    #: "count" (the estimates as counts of reports) or "percent" (of the window's n).
+    scale: str = "count"
+    #: The windows shown: "" (all), a relative period ("7d", "30d", "90d") or absolute
+    #: dates (`since`, `until`: YYYY-MM-DD, UTC, both included).
+    period: str = ""
+    since: str = ""
+    until: str = ""
 
     def query(self) -> str:
         """The view as a URL query (what the downloads repeat)."""
@@ -115,6 +150,10 @@ class Selection:
             "from": self.before,
             "to": self.after,
             "q": self.search,
+            "scale": "" if self.scale == "count" else self.scale,
+            "period": self.period,
+            "since": self.since,
+            "until": self.until,
         }
         pairs = [
             (key, value)
@@ -131,118 +170,121 @@ def level_name(level: str, levels: Sequence[str]) -> str:
     return "combined over levels" if levels else "all reports"
 
 
-def controls(selection: Selection, levels: Sequence[str], windows: Sequence[int]) -> str:
-    """The view's controls: privacy level and the two windows compared."""
+#: The relative periods a page can show (GET `period`): label by value.
+PERIODS = {"": "all windows", "7d": "last 7 days", "30d": "last 30 days", "90d": "last 90 days"}
+#: The units a frequency campaign's estimates can be shown in (GET `scale`).
+SCALES = {"count": "counts of reports", "percent": "percent of the window's reports"}
+
+
+def select(name: str, label: str, options: dict[str, str], chosen: str) -> str:
+    listed = "".join(
+        f'<option value="{escape(value)}"{" selected" if value == chosen else ""}>'
+        f"{escape(text)}</option>"
+        for value, text in options.items()
+    )
+    return f'<label>{escape(label)}<select name="{name}">{listed}</select></label>'
+
+
+def controls(
+    selection: Selection, levels: Sequence[str], windows: Sequence[int], numeric: bool
+) -> str:
+    """The view's controls: privacy level, unit, the windows shown (a relative period or
+    dates) and the two windows compared."""
     parts = ['<div class="controls">']
     if levels:
-        options = "".join(
-            f'<option value="{escape(level)}"'
-            f"{' selected' if level == selection.level else ''}>"
-            f"{escape(level_name(level, levels))}</option>"
-            for level in ["", *levels]
+        named = {level: level_name(level, levels) for level in ["", *levels]}
+        parts.append(select("level", "report", named, selection.level))
+    if not numeric:
+        parts.append(select("scale", "show estimates as", SCALES, selection.scale))
+    parts.append(select("period", "windows shown", PERIODS, selection.period))
+    for name, label, value in (
+        ("since", "or from date", selection.since),
+        ("until", "to date", selection.until),
+    ):
+        parts.append(
+            f'<label>{label}<input type="date" name="{name}" value="{escape(value)}"></label>'
         )
-        parts.append(f'<label>report<select name="level">{options}</select></label>')
     for name, label, chosen in (
         ("from", "compare window", selection.before),
         ("to", "with window", selection.after),
     ):
-        options = "".join(
-            f'<option value="{w}"{" selected" if w == chosen else ""}>{window_label(w)}</option>'
-            for w in reversed(windows)
-        )
-        parts.append(f'<label>{label}<select name="{name}">{options}</select></label>')
+        named = {str(w): window_label(w) for w in reversed(windows)}
+        parts.append(select(name, label, named, str(chosen)))
     parts.append('<button type="submit">Show</button></div>')
     return "".join(parts)
 
 
-def scrolling(html: str) -> str:
-    """A chart (or table) that scrolls sideways in its own box when wider than a phone."""
-    return f'<div class="scroll">{html}</div>'
-
-
-def window_section(report: Report | None, latest: bool) -> str:
-    """The shown window (by default the latest, today's chart) as the aggregator's bar chart
-    of its report."""
-    if report is None:
-        return '<p class="status">No stored report for this view yet.</p>'
-    label = window_label(report["window"]["start_unix"])
-    head = f"<h2>{'Latest window' if latest else 'Window'}: {escape(label)}</h2>"
-    if report["status"] == NOT_ENOUGH:
-        return head + f'<p class="status">{escape(report["message"])}</p>'
-    if (numeric := report.get("numeric")) is not None:  # the mean, and the distribution
-        return head + summary_html(report) + scrolling(numeric_html(report, numeric))
-    if (discovery := report.get("discovery")) is not None:  # the strings listed
-        chart = (
-            scrolling(chart_svg(report["items"], report["confidence"])) if report["items"] else ""
-        )
-        return (
-            head
-            + summary_html(report)
-            + f'<p class="discovery">{escape(discovery_sentence(report))}</p>'
-            + chart
-            + f'<p class="note">{escape(discovery["statement"])}</p>'
-        )
-    significance = report["significance"]
-    return (
-        head
-        + summary_html(report)
-        + scrolling(chart_svg(report["items"], report["confidence"]))
-        + f'<p class="note">Bars: the largest unbiased estimates; whiskers: '
-        f"{report['confidence']:.0%} confidence intervals. Solid bars are significantly above "
-        f"zero (fewer than {significance['expected_false_flags']:g} items expected to be "
-        "flagged by chance over the whole domain); outlined bars are not.</p>"
-    )
-
-
-def trend_table(points: Sequence[TrendPoint], confidence: float) -> str:
+def trend_table(points: Sequence[TrendPoint], confidence: float, numeric: bool) -> str:
     """The numbers of a trend chart as text (its text alternative)."""
     rows = []
+    columns = 3 if numeric else 4
     for point in points:
         if point.estimate is None:
-            cells = f'<td colspan="4" class="item">{escape(point.status)}</td>'
+            cells = f'<td colspan="{columns}" class="item">{escape(point.status)}</td>'
         else:
             cells = (
                 f'<td class="estimate">{figure(point.estimate)}</td>'
                 f"<td>{figure(point.stderr or 0.0)}</td>"
                 f"<td>[{figure(point.ci_low or 0.0)}, {figure(point.ci_high or 0.0)}]</td>"
-                f"<td>{figure(point.consistent or 0.0)}</td>"
             )
+            if not numeric:
+                cells += f"<td>{figure(point.consistent or 0.0)}</td>"
         rows.append(
             f'<tr data-window="{point.window}"><td>{escape(point.label)}</td>'
-            f"<td>{point.n:,}</td>{cells}</tr>"
+            f"<td>{point.n:,}</td><td>{escape(point.config_id)}</td>{cells}</tr>"
         )
     head = (
-        "<tr><th>window</th><th>reports</th><th>estimate (unbiased)</th><th>stderr</th>"
-        f"<th>{confidence:.0%} CI</th><th>consistent (biased)</th></tr>"
+        "<tr><th>window</th><th>reports</th><th>config</th><th>estimate (unbiased)</th>"
+        f"<th>stderr</th><th>{confidence:.0%} CI</th>"
+        + ("" if numeric else "<th>consistent (biased)</th>")
+        + "</tr>"
     )
     return (
         f'<table class="trend-numbers"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
     )
 
 
-def trends_section(trends: dict[str, list[TrendPoint]], confidence: float, downloads: str) -> str:
+def trends_section(
+    trends: dict[str, list[TrendPoint]], confidence: float, unit: str, numeric: bool, downloads: str
+) -> str:
     parts = ["<h2>Trends</h2>"]
     if not trends:
         parts.append('<p class="note">Select items below to draw their trends.</p>')
+    changed = False
     for item, points in trends.items():
+        changed = changed or bool(config_changes(points))
         parts += [
             f'<figure class="trend" data-item="{escape(item)}">',
             f"<figcaption><h3>{escape(item)}</h3></figcaption>",
-            trend_svg(item, points, confidence),
+            responsive(
+                lambda width, item=item, points=points: trend_svg(  # type: ignore[misc]
+                    item, points, confidence, unit, width
+                )
+            ),
             f"<details><summary>numbers of {escape(item)}</summary>",
-            trend_table(points, confidence),
+            trend_table(points, confidence, numeric),
             "</details></figure>",
         ]
     if trends:
+        clipping = " (clipped to the campaign's range)" if numeric else ""
+        marked = (
+            " Dashed line: the campaign's config changed between two windows (its id is in "
+            "the numbers and the downloads); estimates either side come from different "
+            "configs."
+            if changed
+            else ""
+        )
         parts.append(
-            f'<p class="note">Line and points: the unbiased estimate; band: its '
-            f"{confidence:.0%} confidence interval from the exact variance; ×: a window with "
-            f"too few reports (not plotted). Download: {downloads}</p>"
+            f'<p class="note">Line and points: the unbiased estimate ({escape(unit)}); band: '
+            f"its {confidence:.0%} confidence interval from the exact variance{clipping}; ×: "
+            f"a window with too few reports (not plotted).{marked} Download: {downloads}</p>"
         )
     return "".join(parts)
 
 
-def change_html(change: Change | None, before: Numbers | None, after: Numbers | None) -> str:
+def change_html(
+    change: Change | None, before: Numbers | None, after: Numbers | None, unit: str
+) -> str:
     """The change view's statement: what was compared, how, and how many items changed."""
     head = "<h2>Change between windows</h2>"
     if change is None or before is None or after is None:
@@ -250,37 +292,57 @@ def change_html(change: Change | None, before: Numbers | None, after: Numbers | 
     span = f"From {window_label(before.window)} to {window_label(after.window)}"
     if change.untested:
         text = f"{span}: not tested, {change.untested}."
+    elif not change.items:
+        text = f"{span}: no item is listed in both windows, so nothing is compared."
     else:
+        rule = (
+            f"two-sided, |z| > {change.threshold:.2f}, so that fewer than "
+            f"{change.false_flags:g} items are expected to be flagged by chance over the domain"
+        )
+        counted = f"{change.flagged} of {len(change.items):,} items changed"
+        if after.kind == "numeric":
+            counted = "the mean " + ("changed" if change.flagged else "did not change")
+            rule = (
+                f"two-sided, |z| > {change.threshold:.2f}: a false alarm with probability "
+                f"{change.false_flags:g} when it did not change"
+            )
         text = (
-            f"{span}: {change.flagged} of {len(change.items):,} items changed significantly "
-            f"(two-sided, |z| > {change.threshold:.2f}, so that fewer than "
-            f"{change.false_flags:g} items are expected to be flagged by chance over the "
-            "domain). The change is the difference of the unbiased estimates; its stderr is "
+            f"{span}: {counted} significantly ({rule}). "
+            f"The change is the difference of the unbiased estimates ({unit}); its stderr is "
             "sqrt(var before + var after), from the exact variances."
         )
     return head + f'<p class="change-summary">{escape(text)}</p>'
 
 
+def change_cells(change: Change | None) -> dict[str, list[str]]:
+    """Each compared item's change cells."""
+    cells = {}
+    if change is not None:
+        for i, item in enumerate(change.items):
+            difference, flagged = change.difference[i], change.significant[i]
+            mark = ("▲ up" if difference > 0 else "▼ down") if flagged else ""
+            cells[item] = [
+                f'<td class="change">{figure(difference)}</td>',
+                f"<td>{figure(change.stderr[i])}</td>",
+                f"<td>{change.z[i]:.2f}</td>",
+                f'<td class="flag">{mark}</td>',
+            ]
+    return cells
+
+
 def items_section(
-    after: Numbers | None, change: Change | None, selection: Selection, downloads: str
+    after: Numbers | None, change: Change | None, selection: Selection, unit: str, downloads: str
 ) -> str:
     """Every item of the shown window, with its change and a box to draw its trend."""
     if after is None:
         return ""
-    differences = {}
-    if change is not None:
-        for i, item in enumerate(change.items):
-            differences[item] = (
-                change.difference[i],
-                change.stderr[i],
-                change.z[i],
-                change.significant[i],
-            )
+    numeric = after.kind == "numeric"
+    differences = change_cells(change)
     head = (
-        '<tr><th class="item">trend</th><th class="item">item</th><th>estimate (unbiased)</th>'
-        "<th>stderr</th><th>consistent (biased)</th><th>change</th><th>stderr of change</th>"
-        "<th>z</th>"
-        "<th>significant change</th></tr>"
+        '<tr><th class="item">trend</th><th class="item">item</th>'
+        f"<th>estimate (unbiased, {escape(unit)})</th><th>stderr</th>"
+        + ("" if numeric else "<th>consistent (biased)</th>")
+        + "<th>change</th><th>stderr of change</th><th>z</th><th>significant change</th></tr>"
     )
     order = sorted(range(len(after.items)), key=lambda i: -after.estimate[i])
     chosen = set(selection.items)
@@ -291,27 +353,23 @@ def items_section(
         box_id = f"pick-{i}"
         checked = " checked" if item in chosen else ""
         hidden = " hidden" if search and search not in item.lower() else ""
-        cells = ["<td></td>"] * 4
-        if item in differences:
-            difference, stderr, z, flagged = differences[item]
-            mark = ("▲ up" if difference > 0 else "▼ down") if flagged else ""
-            cells = [
-                f'<td class="change">{figure(difference)}</td>',
-                f"<td>{figure(stderr)}</td>",
-                f"<td>{z:.2f}</td>",
-                f'<td class="flag">{mark}</td>',
-            ]
+        consistent = "" if numeric else f"<td>{figure(after.consistent[i])}</td>"
         rows.append(
             f'<tr data-item="{escape(item)}"{hidden}><td><input type="checkbox" name="items" '
             f'id="{box_id}" value="{escape(item)}"{checked}></td>'
             f'<td class="item"><label for="{box_id}">{escape(item)}</label></td>'
             f'<td class="estimate">{figure(after.estimate[i])}</td>'
-            f"<td>{figure(after.variance[i] ** 0.5)}</td>"
-            f"<td>{figure(after.consistent[i])}</td>{''.join(cells)}</tr>"
+            f"<td>{figure(after.variance[i] ** 0.5)}</td>{consistent}"
+            f"{''.join(differences.get(item, ['<td></td>'] * 4))}</tr>"
         )
+    values = (
+        "the mean (its interval: the trend and the window above) and its change"
+        if numeric
+        else f"unbiased estimates, consistent ({escape(after.consistency)}, biased) values, "
+        "and the change"
+    )
     intro = (
-        f'<p class="note">Window {escape(window_label(after.window))}: unbiased estimates, '
-        f"consistent ({escape(after.consistency)}, biased) values, and the change. "
+        f'<p class="note">Window {escape(window_label(after.window))}: {values}. '
         f"Tick items and press Show to draw their trends. Download: {downloads}</p>"
         '<div class="controls"><label>search items<input type="search" name="q" '
         f'data-filter="table.items" value="{escape(selection.search)}" aria-controls="items">'
@@ -331,19 +389,4 @@ def download_links(base: str, query: str, what: str) -> str:
     return (
         f'<a href="{escape(base)}.csv?{escape(query)}" download>{escape(what)} as CSV</a>, '
         f'<a href="{escape(base)}.json?{escape(query)}" download>{escape(what)} as JSON</a>.'
-    )
-
-
-def privacy_section(report: Report | None) -> str:
-    """The report's privacy statement: its first sentence (the local epsilon) always shown,
-    the rest a click away, so that on a phone the first screen also holds the data."""
-    if report is None:
-        return ""
-    first, *rest = privacy_sentences(report)
-    if not rest:
-        return f'<div class="privacy"><p>{escape(first)}</p></div>'
-    more = "".join(f"<p>{escape(s)}</p>" for s in rest)
-    return (
-        f'<div class="privacy"><p>{escape(first)}</p><details><summary>the full privacy '
-        f"statement ({len(rest)} more)</summary>{more}</details></div>"
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,6 +51,11 @@ class Numbers:
     ci_low: NDArray[np.float64]
     ci_high: NDArray[np.float64]
     consistent: NDArray[np.float64]
+    significant: NDArray[np.bool_]
+    #: "categorical", "open" (an open-domain report: the strings it lists) or "numeric".
+    kind: str
+    #: A numeric report's range (its mean's interval is drawn clipped to it), else None.
+    bounds: tuple[float, float] | None
     #: The report's privacy statement in words (aggregator/reports/privacy.py, privacy_sentences).
     privacy: tuple[str, ...]
     #: Label -> position (one dict per domain, shared by the windows of a config).
@@ -63,6 +68,23 @@ class Numbers:
     def position(self, item: str) -> int | None:
         """Where `item` is in the columns (None: not in this report's domain)."""
         return self.positions.get(item)
+
+    def scaled(self, factor: float) -> Numbers:
+        """Every estimate times `factor` (a constant: its variance times factor^2), e.g.
+        100 / n for the percent of the window's reports: n is known exactly, so the scaled
+        interval is the interval scaled and the same test holds."""
+        return replace(
+            self,
+            estimate=self.estimate * factor,
+            variance=self.variance * factor**2,
+            ci_low=self.ci_low * factor,
+            ci_high=self.ci_high * factor,
+            consistent=self.consistent * factor,
+        )
+
+    def percent(self) -> Numbers:
+        """The estimates as a percent of the window's reports (n = 0: unchanged)."""
+        return self.scaled(100.0 / self.n) if self.n else self
 
 
 def window_label(start: int) -> str:
@@ -102,9 +124,18 @@ def false_flags(report: Report) -> float:
     return significance["expected_false_flags"]
 
 
+def kind_of(report: Report) -> str:
+    """What a report estimates: "numeric" (a mean), "open" (listed strings) or
+    "categorical"."""
+    if "numeric" in report:
+        return "numeric"
+    return "open" if "discovery" in report else "categorical"
+
+
 def numbers(report: Report, domains: Domains) -> Numbers:
     """A report as columns; `domains` interns equal item tuples (and their positions)."""
     items = _items(report)
+    numeric = report.get("numeric")
 
     def column(field: str) -> NDArray[np.float64]:
         return np.fromiter((item[field] for item in items), np.float64, len(items))  # type: ignore[literal-required]
@@ -133,6 +164,9 @@ def numbers(report: Report, domains: Domains) -> Numbers:
         ci_low=column("ci_low"),
         ci_high=column("ci_high"),
         consistent=column("consistent"),
+        significant=np.fromiter((item["significant"] for item in items), np.bool_, len(items)),
+        kind=kind_of(report),
+        bounds=None if numeric is None else (numeric["low"], numeric["high"]),
         privacy=tuple(privacy_sentences(report)),
         positions=positions,
     )

@@ -89,7 +89,7 @@ def login_form() -> BaseResponse:
         f'<input type="hidden" name="csrf" value="{csrf}">'
         '<button type="submit">Open</button></form>'
     )
-    page = pages.page("ldptel dashboard: sign in", body, "/")
+    page = pages.page("ldptel dashboard: sign in", body, "/", footer=pages.FOOTERS["signin"])
     response = Response(page, mimetype="text/html")
     set_cookie(response, CSRF_COOKIE, csrf, CSRF_SECONDS, "/login")
     return response

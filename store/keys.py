@@ -90,10 +90,22 @@ def report_index(name: str) -> str:
     return f"{PREFIX}:report-index:{name}"
 
 
+def candidates(name: str) -> str:
+    """String: an open-domain campaign's candidate list (its dictionary) as JSON, estimated
+    in every window report the aggregator builds (store/candidates.py)."""
+    return f"{PREFIX}:candidates:{name}"
+
+
 def report_lock(name: str, window: int) -> str:
     """String with TTL: the worker building the report of one window (one builder at a time,
     so a slower builder cannot overwrite a newer report)."""
     return f"{PREFIX}:report-lock:{name}:{window}"
+
+
+def export_backlog(sink: str) -> str:
+    """Set of "<campaign>:<window>": the windows a sink after the store still owes a write
+    (aggregator/sinks/exports.py)."""
+    return f"{PREFIX}:export-backlog:{sink}"
 
 
 def idempotency(name: str, shard: int, key: str) -> str:

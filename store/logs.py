@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -17,14 +18,21 @@ from typing import Any
 LEVEL_VARIABLE = "LDPTEL_LOG_LEVEL"
 
 
+#: One encoder for every line (json.dumps with options builds a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
+def utc_time(created: float) -> str:
+    """Unix seconds as the `time` of a line: ISO 8601, UTC, milliseconds."""
+    return datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="milliseconds")
+
+
 class JsonFormatter(logging.Formatter):
     """A record as one JSON line: time, level, logger, then the message or its fields."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(
-                timespec="milliseconds"
-            ),
+            "time": utc_time(record.created),
             "level": record.levelname,
             "logger": record.name,
         }
@@ -34,7 +42,7 @@ class JsonFormatter(logging.Formatter):
             line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, separators=(",", ":"), default=str)
+        return _ENCODE(line)
 
 
 class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -56,6 +64,33 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 def json_handler() -> logging.Handler:
     return StderrHandler()
+
+
+def info(logger: logging.Logger, fields: Mapping[str, Any]) -> None:
+    """`logger.info(fields)`. When the logger's one handler is a StderrHandler (json_handler,
+    no filters, not propagating: as the collector sets up its access log) the same JSON line
+    is written to stderr without a LogRecord, whose making (thread and process lookups,
+    the handler's lock) costs several times the line itself, and more under gevent."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    handlers = logger.handlers
+    direct = (
+        len(handlers) == 1
+        and type(handlers[0]) is StderrHandler
+        and handlers[0].level <= logging.INFO
+        and not handlers[0].filters
+        and not logger.filters
+        and not logger.propagate
+    )
+    if not direct:
+        logger.info(fields)
+        return
+    line = {"time": utc_time(time.time()), "level": "INFO", "logger": logger.name, **fields}
+    try:
+        sys.stderr.write(_ENCODE(line) + "\n")  # the whole line at once, as StreamHandler
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or broken stderr: logging's own error report
+        logger.info(fields)
 
 
 def level(default: str = "INFO") -> str:

@@ -55,7 +55,8 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
 #: ldptel.client loads from them on first use. Everything else in ldptel.client is the kernel.
 SDK = {
     "reporter", "sender", "transport", "deadline", "spool", "ledger", "memo", "tree_memo",
-    "statedb", "clock", "status", "settings", "install", "configs",
+    "statedb", "clock", "status", "settings", "install", "configs", "state", "config_cache",
+    "windows", "pipeline", "values", "stats", "lifecycle",
     "Reporter", "Stats", "ReportStatus",
 }  # fmt: skip
 #: The layers that run as servers (or beside them): they may use the kernel of ldptel.client
@@ -188,3 +189,42 @@ def test_no_test_module_imports_a_conftest() -> None:
         if "conftest" in imported_modules(path)
     ]
     assert found == []
+
+
+def module_graph() -> dict[str, set[str]]:
+    """ldptel module -> the ldptel modules it imports (lazy and type-only imports included;
+    `from package import module` counts the module, not the package)."""
+    files = {}
+    for layer in RULES:
+        for path in (ROOT / layer).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(("ldptel", *parts)).removesuffix(".__init__")
+            files[name] = path
+    graph = {}
+    for name, path in files.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = {f"{node.module}.{a.name}" for a in node.names} & files.keys()
+                targets |= modules if len(modules) == len(node.names) else {node.module, *modules}
+            elif isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+        graph[name] = (targets & files.keys()) - {name}
+    return graph
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import loop, not even a lazy or type-only one: each means a name in the wrong file."""
+    graph = module_graph()
+    loops = []
+    for start in sorted(graph):
+        seen, stack = set(), [(start, (start,))]
+        while stack:
+            node, path = stack.pop()
+            for target in graph[node]:
+                if target == start:
+                    loops.append(" -> ".join((*path, start)))
+                elif target not in seen:
+                    seen.add(target)
+                    stack.append((target, (*path, target)))
+    assert loops == []

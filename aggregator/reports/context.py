@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from ldptel.aggregator.reports.options import Candidates, ReportOptions
 from ldptel.aggregator.state import LogView, StateKey, read_log, read_state
 from ldptel.client.oracles.base import ReportMechanism
+from ldptel.store import candidates as stored_candidates
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
 
@@ -30,6 +31,17 @@ class ReportContext:
     options: ReportOptions
     built_at: float
     candidates: Candidates | None = None
+
+    def dictionary(self) -> Candidates:
+        """The candidates an open-domain report estimates: those given for this build
+        (`ldptel report --candidates`), else the campaign's stored list
+        (store/candidates.py), else none."""
+        if self.candidates is not None:
+            return self.candidates
+        stored = stored_candidates.load(self.client, self.name)
+        if stored is None:
+            return Candidates()
+        return Candidates(stored.values, stored.source)
 
     @property
     def shards(self) -> range:

@@ -85,7 +85,7 @@ def open_domain_report(
     if not count:
         report["message"] = (
             "open-domain campaign: no candidates given, so nothing is listed "
-            "(ldptel report --candidates FILE)"
+            "(ldptel aggregator candidates NAME FILE, or ldptel report --candidates FILE)"
         )
         return report
     stats, discovery["threshold"] = statistics(values)
@@ -138,7 +138,7 @@ def candidates_report(
 ) -> Report:
     """The report of an open-domain state estimated for candidates, from whichever form its
     oracle keeps (CampaignConfig allows a sketch or open-domain OLH only)."""
-    options, candidates = context.options, context.candidates or Candidates()
+    options, candidates = context.options, context.dictionary()
     if isinstance(oracle, ReportLog):
         assert isinstance(oracle, OpenDomainOLH)
         olh = oracle

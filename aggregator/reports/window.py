@@ -8,13 +8,22 @@ import time
 from collections.abc import Callable, Sequence
 
 from ldptel.aggregator.model import Report, WindowDocument, from_json, to_json
-from ldptel.aggregator.reports import categorical, discovery, levels, numeric, open_domain, tree
+from ldptel.aggregator.reports import (
+    breakdown,
+    categorical,
+    discovery,
+    levels,
+    numeric,
+    open_domain,
+    tree,
+)
 from ldptel.aggregator.reports.context import ReportContext
 from ldptel.aggregator.reports.document import window_section
 from ldptel.aggregator.reports.options import Candidates, ReportOptions
 from ldptel.aggregator.state import StateKey, list_states
-from ldptel.client.campaign import MEMO_TREE, CampaignConfig
+from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import ParameterError
+from ldptel.client.memoization import MEMO_TREE
 from ldptel.store import reports as stored_reports
 from ldptel.store.connection import RedisClient
 from ldptel.store.registry import Registry
@@ -30,20 +39,18 @@ BUILDERS: dict[str, Builder] = {
     "discovery": discovery.build,
     "numeric": numeric.build,
     "tree": tree.build,
+    "breakdown": breakdown.build,
 }
 
 
 def report_kind(config: CampaignConfig) -> str:
-    """Which builder reports a config's states: a key of BUILDERS."""
+    """Which builder reports a config's states: a key of BUILDERS (its kind's tag, unless
+    its levels or its memoization "tree" shape the report)."""
     if config.levels:
         return "levels"
     if config.memoization == MEMO_TREE:
         return "tree"
-    if config.numeric:
-        return "numeric"
-    if config.discovers:
-        return "discovery"
-    return "open_domain" if config.open_domain else "categorical"
+    return config.kind.tag
 
 
 def build_window(

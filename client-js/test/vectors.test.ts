@@ -176,15 +176,26 @@ const handlers: Record<string, (file: J) => void | Promise<void>> = {
   "ledger.json": checkLedger,
   // Breakdowns (docs/breakdowns.md) are not yet a campaign kind the collector serves, so this
   // client sends none; what a client will send is checked here (a report's cell lies in the
-  // joint domain of the attributes, or in its pair's), the estimates are the aggregator's.
+  // joint domain of the attributes, or in its pair's; a split report holds every attribute's
+  // value index; a hadamard report a coefficient index and a bit), the estimates are the
+  // aggregator's.
   "breakdowns.json": (file) => {
-    const sizes = Object.values(file.attributes as Record<string, string[]>).map((v) => v.length);
+    const attributes = file.attributes as Record<string, string[]>;
+    const sizes = Object.values(attributes).map((v) => v.length);
     const joint = sizes.reduce((a, b) => a * b, 1);
     assert.ok(sizes.length >= 2 && (file.cases as J[]).length > 0);
     for (const c of file.cases as J[]) {
       for (const r of c.reports as J[]) {
         if (c.mechanism === "joint" && "y" in r) assert.ok(r.y >= 0 && r.y < joint, "y in the joint domain");
         if ("pair" in r) assert.ok(Number.isInteger(r.pair) && r.pair >= 0, "a pair index");
+        if (c.mechanism === "split") {
+          assert.deepEqual(Object.keys(r).sort(), Object.keys(attributes).map((name) => `${name}.y`).sort());
+          for (const [name, labels] of Object.entries(attributes)) assert.ok(r[`${name}.y`] < labels.length);
+        }
+        if (c.mechanism === "hadamard") {
+          assert.ok(Number.isInteger(r.coef) && r.coef >= 0 && r.coef < c.masks.length, "a coefficient");
+          assert.ok(r.bit === 0 || r.bit === 1, "a bit");
+        }
       }
     }
   },

@@ -1,11 +1,16 @@
 """`auto` for breakdowns: the mechanism whose two-way marginal cells have the smallest exact
 variance, compared per (attributes, sizes, epsilon) and recorded with the reason.
 
-The comparison: the mean over every two-way marginal's cells of the exact variance
-(mechanisms.combine_variance) when the attributes are independent and uniform, at n users
-(the variance is ~linear in n, so the choice hardly depends on it). `joint` wins while the
-joint domain is small (each user's whole row at full epsilon); `pairs` once the joint domain
-is large (its variance grows with the number of pairs, not with the joint domain)."""
+The comparison: the mean over every two-way marginal's cells of the exact variance (each
+mechanism's `exact_variance`) when the attributes are independent and uniform, at n users
+(every candidate's variance is ~linear in n, so the choice hardly depends on it). Candidates:
+every mechanism of BREAKDOWNS, `joint` only up to JOINT_MAX_CELLS joint cells. What decides
+(docs/breakdowns.md, "When auto picks each"): `joint` wins at high epsilon while the joint
+domain is small (each user's whole row at full epsilon); `hadamard` at low epsilon (one bit
+of randomized response a user, its variance set by the number of coefficients rather than by
+a domain); `pairs` in between and once the joint domain is large; `split` (epsilon / k per
+attribute, a two-way cell a product of two noisy estimates) loses in every case we computed
+but stays a candidate."""
 
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ldptel.client.multi.attributes import MAX_JOINT, Attributes
-from ldptel.client.multi.mechanisms import BREAKDOWNS, Breakdown
+from ldptel.client.multi.catalog import BREAKDOWNS
+from ldptel.client.multi.mechanisms import Breakdown
 
 #: Above this many joint cells an OUE report (one bit a cell) exceeds 4 KiB: `joint` is not
 #: a candidate there (nor above the oracles' largest domain, MAX_JOINT).
@@ -54,11 +60,14 @@ def choose_breakdown(
         built[name] = cls(epsilon=epsilon, attributes=attributes)
         variances[name] = mean_pair_variance(built[name], n)
     best = min(variances, key=lambda name: variances[name])
-    inners = sorted({oracle.name for oracle in built[best].inners})
-    others = ", ".join(f"{k} {v:.4g}" for k, v in variances.items() if k != best)
+    inners = built[best].inner_names
+    others = ", ".join(
+        f"{k} {v:.4g} (x{v / variances[best]:.2f})" for k, v in variances.items() if k != best
+    )
+    skipped = "" if "joint" in variances else f"; joint not offered above {JOINT_MAX_CELLS} cells"
     reason = (
         f"{best} ({'/'.join(inners)}): smallest mean two-way cell variance "
         f"{variances[best]:.4g} at n={n} for sizes {'x'.join(map(str, attributes.sizes))}, "
-        f"epsilon {epsilon:g} (against {others or 'no other candidate'})"
+        f"epsilon {epsilon:g} (against {others or 'no other candidate'}{skipped})"
     )
     return built[best], Choice(best, reason, variances)

@@ -10,7 +10,7 @@ two-way marginal, each cell unbiased with its exact variance.
 
 Both are estimated through one formula. A marginal cell is a set S of cells of an inner
 oracle's domain; a user in a group of n_j reports whose true value is in S contributes
-variance v_in, one outside v_out (`_set_variances`). With the groups' true counts m_j of S
+variance v_in, one outside v_out (`set_variances`). With the groups' true counts m_j of S
 and M = sum n_j reports used, the estimate n/M sum_j c~_j(S) is unbiased given the group sizes
 (the groups are a uniform random partition), with variance
   (n/M)^2 [sum_j n_j (f v_in_j + (1 - f) v_out_j) + M f (1 - f) (n - M)/(n - 1)],
@@ -28,10 +28,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.errors import ParameterError, ReportError
+from ldptel.client.errors import ParameterError
 from ldptel.client.multi.attributes import Attributes
 from ldptel.client.oracles.base import PureOracle, WireReport, check_report_epsilon
-from ldptel.client.oracles.batch_decode import decode_int_field
 from ldptel.client.oracles.de import DirectEncoding
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.unary import UnaryEncoding
@@ -49,7 +48,40 @@ def inner_oracle(epsilon: float, domain_size: int) -> PureOracle:
     return OptimizedUnaryEncoding(epsilon=epsilon, domain_size=domain_size)
 
 
-def _set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
+#: The inner oracles a breakdown uses, by the name a config serves them under.
+INNER_ORACLES: dict[str, type[PureOracle]] = {
+    DirectEncoding.name: DirectEncoding,
+    OptimizedUnaryEncoding.name: OptimizedUnaryEncoding,
+}
+
+
+def served_inner(epsilon: float, domain_size: int, served: object) -> PureOracle:
+    """The inner oracle a config serves ({"oracle": "de", "p": ..., "q": ...}: built and
+    checked against epsilon by the oracle itself), or `inner_oracle`'s for a config not yet
+    created (None)."""
+    if served is None:
+        return inner_oracle(epsilon, domain_size)
+    if not isinstance(served, dict) or served.get("oracle") not in INNER_ORACLES:
+        raise ParameterError(
+            "params.inner", f"each must be an object with oracle in {list(INNER_ORACLES)}"
+        )
+    params = {k: v for k, v in served.items() if k != "oracle"}
+    try:
+        return INNER_ORACLES[served["oracle"]](epsilon=epsilon, domain_size=domain_size, **params)
+    except TypeError as error:
+        raise ParameterError("params.inner", str(error)) from error
+
+
+def served_list(inner: object, count: int) -> list[object]:
+    """A config's `params.inner` (one entry per inner oracle), or None each if not given."""
+    if inner is None:
+        return [None] * count
+    if not isinstance(inner, list) or len(inner) != count:
+        raise ParameterError("params.inner", f"must be a list of {count} inner oracles")
+    return list(inner)
+
+
+def set_variances(oracle: PureOracle, size: int) -> tuple[float, float]:
     """Per-report variance of the estimated count of a set of `size` items, for a report
     whose true item is in the set (v_in) and one whose item is not (v_out)."""
     p, q = oracle.p_star, oracle.q_star
@@ -108,14 +140,25 @@ class Breakdown(ABC):
 
     name: ClassVar[str]
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
+        """`inner`: the inner oracles' parameters as a created config serves them
+        (`inner_params`), so that no client derives one; None derives them."""
         self.requested_epsilon = check_report_epsilon(epsilon)
         self.attributes = attributes
+
+    def inner_params(self) -> list[dict[str, Any]]:
+        """Each inner oracle's name and parameters (what a created config serves)."""
+        return [{"oracle": o.name, **o.derived_params()} for o in self.inners]
 
     @property
     @abstractmethod
     def inners(self) -> tuple[PureOracle, ...]:
         """The inner oracles, in state order."""
+
+    @property
+    def inner_names(self) -> tuple[str, ...]:
+        """The inner oracles' names (sorted, distinct), as `auto` and `simulate` print them."""
+        return tuple(sorted({oracle.name for oracle in self.inners}))
 
     @property
     def epsilon(self) -> float:
@@ -147,18 +190,39 @@ class Breakdown(ABC):
     def perturb_row(self, row: Sequence[int]) -> WireReport:
         """One user's report from the OS CSPRNG (the SDK's path)."""
 
+    def estimable(self, which: tuple[int, ...]) -> bool:
+        return 1 <= len(which) <= len(self.attributes.names)
+
     @abstractmethod
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        """The additive state of wire reports (ReportError naming reports[i] if invalid)."""
+    def marginal(self, state: NDArray[np.int64], which: Sequence[int]) -> Marginal:
+        """Marginal over attribute positions `which` (sorted), from a window's state."""
+
+    @abstractmethod
+    def exact_variance(
+        self, n: int, which: Sequence[int], frequencies: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Exact variance of marginal `which`'s cells (row-major) for n users whose rows
+        have the marginal's true cell frequencies `frequencies`."""
+
+    def _check(self, which: Sequence[int]) -> tuple[int, ...]:
+        which = tuple(int(a) for a in which)
+        if list(which) != sorted(set(which)) or not self.estimable(which):
+            raise ParameterError("attributes", f"{self.name} does not estimate {which}")
+        return which
+
+    def _names(self, which: tuple[int, ...]) -> tuple[str, ...]:
+        return tuple(self.attributes.names[a] for a in which)
+
+
+class GroupedBreakdown(Breakdown):
+    """A mechanism whose marginal cell is a set of inner cells estimated by groups of
+    reports (`joint`, `pairs`: the module docstring's estimate and variance)."""
 
     @abstractmethod
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
         """The groups estimating marginal `which` (None: sizes only, estimates empty)."""
-
-    def estimable(self, which: tuple[int, ...]) -> bool:
-        return 1 <= len(which) <= len(self.attributes.names)
 
     def marginal(self, state: NDArray[np.int64], which: Sequence[int]) -> Marginal:
         """Marginal over attribute positions `which` (sorted), from a window's state."""
@@ -181,8 +245,7 @@ class Breakdown(ABC):
     def exact_variance(
         self, n: int, which: Sequence[int], frequencies: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        """Exact variance of marginal `which`'s cells with true cell frequencies
-        `frequencies`, at the groups' expected sizes (n / pairs for `pairs`)."""
+        """At the groups' expected sizes (n / pairs for `pairs`)."""
         groups = self.groups(self._check(which), None)
         return combine_variance(
             n,
@@ -191,15 +254,6 @@ class Breakdown(ABC):
             [g.var_out for g in groups],
             frequencies,
         )
-
-    def _check(self, which: Sequence[int]) -> tuple[int, ...]:
-        which = tuple(int(a) for a in which)
-        if list(which) != sorted(set(which)) or not self.estimable(which):
-            raise ParameterError("attributes", f"{self.name} does not estimate {which}")
-        return which
-
-    def _names(self, which: tuple[int, ...]) -> tuple[str, ...]:
-        return tuple(self.attributes.names[a] for a in which)
 
     def _sum_cells(
         self, cells: NDArray[np.float64], dims: tuple[int, ...], keep: tuple[int, ...]
@@ -213,14 +267,15 @@ class Breakdown(ABC):
         return math.prod(self.attributes.sizes[a] for a in dims if a not in keep)
 
 
-class JointBreakdown(Breakdown):
+class JointBreakdown(GroupedBreakdown):
     """One oracle over the joint domain (row-major index of the row)."""
 
     name = "joint"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
-        self.oracle = inner_oracle(self.requested_epsilon, attributes.joint_size)
+        [served] = served_list(inner, 1)
+        self.oracle = served_inner(self.requested_epsilon, attributes.joint_size, served)
 
     @property
     def inners(self) -> tuple[PureOracle, ...]:
@@ -234,15 +289,11 @@ class JointBreakdown(Breakdown):
     def perturb_row(self, row: Sequence[int]) -> WireReport:
         return self.oracle.perturb_one(int(self.attributes.joint_index(np.array([row]))[0]))
 
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        support = self.oracle.support(self.oracle.decode(list(reports)))
-        return self._pack([(len(reports), support)])
-
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
         dims = tuple(range(len(self.attributes.names)))
-        var_in, var_out = _set_variances(self.oracle, self._set_size(dims, which))
+        var_in, var_out = set_variances(self.oracle, self._set_size(dims, which))
         if parts is None:
             return [Group(1, np.empty(0), var_in, var_out)]
         n, support = parts[0]
@@ -250,18 +301,20 @@ class JointBreakdown(Breakdown):
         return [Group(n, self._sum_cells(cells, dims, which), var_in, var_out)]
 
 
-class PairsBreakdown(Breakdown):
+class PairsBreakdown(GroupedBreakdown):
     """Each user draws one of the C(k, 2) attribute pairs uniformly (independently of the
     row) and reports `{"pair": j, ...}`: pair j's cell through its inner oracle at full
     epsilon. One- and two-way marginals only."""
 
     name = "pairs"
 
-    def __init__(self, *, epsilon: float, attributes: Attributes) -> None:
+    def __init__(self, *, epsilon: float, attributes: Attributes, inner: object = None) -> None:
         super().__init__(epsilon=epsilon, attributes=attributes)
-        sizes = attributes.sizes
+        sizes, pairs = attributes.sizes, attributes.pairs
+        served = served_list(inner, len(pairs))
         self.oracles = tuple(
-            inner_oracle(self.requested_epsilon, sizes[a] * sizes[b]) for a, b in attributes.pairs
+            served_inner(self.requested_epsilon, sizes[a] * sizes[b], own)
+            for (a, b), own in zip(pairs, served, strict=True)
         )
 
     @property
@@ -290,23 +343,6 @@ class PairsBreakdown(Breakdown):
         cell = int(self._cells(np.array([row], dtype=np.int64), j)[0])
         return {"pair": j, **self.oracles[j].perturb_one(cell)}
 
-    def state_of_reports(self, reports: Sequence[Any]) -> NDArray[np.int64]:
-        # The pair column in one pass; each group's reports go to its oracle's batch decoder
-        # (which ignores the "pair" key), and a group's error names the report's own index.
-        pair = decode_int_field(list(reports), "pair", len(self.oracles)).astype(np.int64)
-        parts = []
-        for j, oracle in enumerate(self.oracles):
-            positions = np.flatnonzero(pair == j)
-            try:
-                batch = oracle.decode([reports[i] for i in positions.tolist()])
-            except ReportError as error:
-                if error.index is None:
-                    raise
-                field = error.field.split(".", 1)[-1]
-                raise ReportError(field, error.reason, int(positions[error.index])) from None
-            parts.append((positions.size, oracle.support(batch)))
-        return self._pack(parts)
-
     def groups(
         self, which: tuple[int, ...], parts: list[tuple[int, NDArray[np.int64]]] | None
     ) -> list[Group]:
@@ -315,7 +351,7 @@ class PairsBreakdown(Breakdown):
         for j, pair in enumerate(self.attributes.pairs):
             if not set(which) <= set(pair):
                 continue
-            var_in, var_out = _set_variances(self.oracles[j], self._set_size(pair, which))
+            var_in, var_out = set_variances(self.oracles[j], self._set_size(pair, which))
             if parts is None:
                 result.append(Group(share, np.empty(0), var_in, var_out))
                 continue
@@ -323,6 +359,3 @@ class PairsBreakdown(Breakdown):
             cells = self.oracles[j].estimate(support, n)
             result.append(Group(n, self._sum_cells(cells, pair, which), var_in, var_out))
         return result
-
-
-BREAKDOWNS: dict[str, type[Breakdown]] = {"joint": JointBreakdown, "pairs": PairsBreakdown}

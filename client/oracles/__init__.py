@@ -11,35 +11,11 @@ from typing import Any
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.auto import AUTO_ORACLE
 from ldptel.client.oracles.base import FrequencyOracle, PureOracle, ReportBatch, WireReport
-from ldptel.client.oracles.blh import BinaryLocalHashing
-from ldptel.client.oracles.cms import CountMeanSketch
-from ldptel.client.oracles.de import DirectEncoding
-from ldptel.client.oracles.hcms import HadamardCountMeanSketch
-from ldptel.client.oracles.hr import HadamardResponse
-from ldptel.client.oracles.olh import OpenDomainOLH, OptimizedLocalHashing
-from ldptel.client.oracles.oue import OptimizedUnaryEncoding
-from ldptel.client.oracles.rappor import Rappor
-from ldptel.client.oracles.she import SummationHistogramEncoding
-from ldptel.client.oracles.ss import SubsetSelection
-from ldptel.client.oracles.sue import SymmetricUnaryEncoding
-from ldptel.client.oracles.the import ThresholdHistogramEncoding
+from ldptel.client.oracles.catalogue import FREQUENCY_ORACLES
+from ldptel.client.oracles.olh import OpenDomainOLH
 
 #: Protocol name -> oracle class. Explicit, so a name on the wire always means one class.
-ORACLES: dict[str, type[FrequencyOracle]] = {
-    "de": DirectEncoding,
-    "sue": SymmetricUnaryEncoding,
-    "oue": OptimizedUnaryEncoding,
-    "blh": BinaryLocalHashing,
-    "olh": OptimizedLocalHashing,
-    "she": SummationHistogramEncoding,
-    "the": ThresholdHistogramEncoding,
-    "rappor": Rappor,
-    "ss": SubsetSelection,
-    "hr": HadamardResponse,
-    "cms": CountMeanSketch,
-    "hcms": HadamardCountMeanSketch,
-    "auto": AUTO_ORACLE,
-}
+ORACLES: dict[str, type[FrequencyOracle]] = {**FREQUENCY_ORACLES, "auto": AUTO_ORACLE}
 
 #: Other names people know the same oracles by.
 ALIASES: dict[str, str] = {"krr": "de", "rappor-basic": "sue"}

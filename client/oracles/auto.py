@@ -42,6 +42,7 @@ import numpy as np
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.base import FrequencyOracle, check_epsilon, check_int
+from ldptel.client.oracles.catalogue import FREQUENCY_ORACLES
 
 #: Candidates whose variance is within this factor of the best count as tied.
 NEAR_TIE = 1.02
@@ -97,12 +98,10 @@ def choose_oracle(
     """The choice and the numbers behind it, JSON-ready (a campaign config can embed it):
     {"oracle", "params", "reason", "candidates": [{"oracle", "variance", "report_bytes",
     "cost", "fits"}, ...]}, where variance is Var[estimated count] / n at f_v = 0."""
-    from ldptel.client.oracles import ORACLES
-
     names = [
         name
-        for name, cls in ORACLES.items()
-        if name != AutoOracle.name and name not in NOT_CANDIDATES and cls.exact_estimator
+        for name, cls in FREQUENCY_ORACLES.items()
+        if name not in NOT_CANDIDATES and cls.exact_estimator
     ]
     d = check_int(domain_size, "domain_size", 2, 2**24)
     return _choose(names, d, epsilon, max_report_bytes)
@@ -130,13 +129,11 @@ def choose_open_oracle(epsilon: float, max_report_bytes: int | None = None) -> d
 def _choose(
     names: Sequence[str], d: int, epsilon: float, max_report_bytes: int | None
 ) -> dict[str, Any]:
-    from ldptel.client.oracles import ORACLES
-
     eps = check_epsilon(epsilon)
     limit = None if max_report_bytes is None else check_int(max_report_bytes, "max_report_bytes", 1)
     rows = []
     for name in names:
-        oracle = _build(ORACLES[name], eps, d)
+        oracle = _build(FREQUENCY_ORACLES[name], eps, d)
         size = sum(f.nbytes(1) for f in oracle.fields)
         variance = float(np.max(oracle.variance(1)))
         fits = limit is None or size <= limit
@@ -185,10 +182,8 @@ class AutoOracle(FrequencyOracle):
         max_report_bytes: int | None = None,
         labels: Sequence[str] | None = None,
     ) -> FrequencyOracle:
-        from ldptel.client.oracles import ORACLES
-
         choice = choose_oracle(domain_size, epsilon, max_report_bytes)
-        chosen = ORACLES[choice["oracle"]]
+        chosen = FREQUENCY_ORACLES[choice["oracle"]]
         extra = {"labels": labels} if chosen.takes_labels and labels is not None else {}
         oracle = chosen(epsilon=epsilon, domain_size=domain_size, **extra)
         oracle.auto_choice = choice  # type: ignore[attr-defined]

@@ -199,6 +199,16 @@ class ReportMechanism(ABC):
     def decode(self, reports: object) -> ReportBatch:
         """Validate untrusted wire reports and return them as a batch; raises ReportError."""
 
+    def widest_reports(self) -> list[WireReport]:
+        """A report of every form this mechanism sends, each with every field at its widest
+        value: the collector's bound on a valid report's keys and JSON text."""
+        widest = {}
+        for f in self.fields:
+            dtype = np.dtype(f.dtype)
+            top = np.iinfo(dtype).max if dtype.kind in "iu" else np.finfo(dtype).min
+            widest[f.name] = np.full(f.shape(1), top, dtype=dtype)
+        return self.encode(widest)
+
     # -- storage (compact, trusted: written only after `decode` validated it) -------------
     def pack(self, batch: ReportBatch) -> bytes:
         """Column-wise bytes of a validated batch, in `fields` order."""

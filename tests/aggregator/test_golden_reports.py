@@ -106,6 +106,14 @@ def rappor(client: Any) -> CampaignConfig:
     return config
 
 
+def breakdown(client: Any, oracle: str) -> CampaignConfig:
+    attributes = {"os": ["android", "ios", "web"], "plan": ["free", "pro"], "country": COLORS[:4]}
+    config = config_of(oracle=oracle, epsilon=2.0, attributes=attributes)
+    register(client, config)
+    simulate(client, config, zipf_values(4000, 24, 7), window=WINDOW, batch_size=500)
+    return config
+
+
 CANDIDATES = Candidates(("blue", "green", "red", "tea", "mate", "z1", "z2", "never"), "golden")
 #: name -> (campaign set-up, candidates for the report or None)
 KINDS: dict[str, tuple[Callable[[Any], CampaignConfig], Candidates | None]] = {
@@ -120,6 +128,8 @@ KINDS: dict[str, tuple[Callable[[Any], CampaignConfig], Candidates | None]] = {
     "numeric_distribution_sw": (lambda c: numeric(c, "sw"), None),
     "numeric_distribution_dbitflip": (lambda c: numeric(c, "dbitflip"), None),
     "rappor": (rappor, None),
+    "breakdown_joint": (lambda c: breakdown(c, "joint"), None),
+    "breakdown_pairs": (lambda c: breakdown(c, "pairs"), None),
 }
 
 

@@ -15,9 +15,10 @@ import requests
 from stream_entries import make_config, register, simulate
 
 from ldptel.aggregator.html import render_html
-from ldptel.aggregator.model import DocumentError, WindowDocument, from_json, to_json
+from ldptel.aggregator.model import WindowDocument, from_json, to_json
 from ldptel.aggregator.reports import build_window, load_window, store_window
 from ldptel.aggregator.table import format_window
+from ldptel.aggregator.typed_json import DocumentError
 from ldptel.aggregator.worker import Worker
 from ldptel.cli.demo_process import serve
 from ldptel.client.campaign import CampaignConfig

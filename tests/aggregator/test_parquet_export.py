@@ -34,3 +34,25 @@ def test_every_report_kinds_parquet_rows_equal_its_csv_rows(golden: Path, tmp_pa
     assert [{k: as_csv(v) for k, v in row.items()} for row in table.to_pylist()] == expected
     assert str(table.schema.field("n").type) == "int64"
     assert str(table.schema.field("estimate").type) == "double"
+
+
+def test_every_column_has_one_type_whatever_the_window_holds(tmp_path: Path) -> None:
+    """A campaign's windows are one dataset only if their files agree on every column's type:
+    a level that is null in one window and text in another, an epsilon that is 1 in one and
+    0.5 in another, are typed alike (pyarrow would otherwise infer null, int64, double)."""
+    from ldptel.aggregator.csv_export import (
+        BREAKDOWN_CSV_COLUMNS,
+        CSV_COLUMNS,
+        NUMERIC_CSV_COLUMNS,
+    )
+    from ldptel.aggregator.parquet_export import COLUMN_TYPES
+
+    names = {"string": "string", "bool_": "bool", "int64": "int64"}
+    for golden in GOLDEN:
+        path = tmp_path / f"{golden.stem}.parquet"
+        write_parquet(from_json(golden.read_text()), path)
+        schema = pq.read_schema(path)
+        headers = (CSV_COLUMNS, NUMERIC_CSV_COLUMNS, BREAKDOWN_CSV_COLUMNS)
+        assert schema.names in [list(header) for header in headers]
+        for field in schema:
+            assert str(field.type) == names.get(COLUMN_TYPES.get(field.name, ""), "double")

@@ -74,6 +74,64 @@ def test_report_lists_the_candidates_that_clear_the_release_threshold(
     )
 
 
+def test_a_stored_candidate_list_is_in_every_window_the_aggregator_builds(
+    redis_client: Any, redis_url: str, capsys: Any, tmp_path: Path
+) -> None:
+    """`ldptel aggregator candidates NAME FILE` keeps the campaign's dictionary in Redis: the
+    stored reports of the windows with state are rebuilt with it at once, later passes and
+    `ldptel report` (no --candidates) use it, and --clear removes it."""
+    from ldptel.aggregator.reports import load_window
+
+    config = CampaignConfig.from_dict(
+        {"name": "answers", "oracle": "hcms", "epsilon": 4, "max_length": 20,
+         "params": {"k": 64, "m": 256}}
+    ).as_created()  # fmt: skip
+    register(redis_client, config)
+    words = ["yes"] * 1500 + ["no"] * 500 + [f"maybe {i}" for i in range(500)]
+    oracle = config.build_oracle()
+    for day in range(2):
+        rng = np.random.default_rng(day)
+        append(redis_client, config, oracle.perturb_keys(item_keys(words), rng),
+               window=WINDOW + day * 86_400)  # fmt: skip
+    assert main(["aggregator", "run", "--once", "--quiet", "--redis-url", redis_url]) == 0
+    stored = load_window(redis_client, "answers", WINDOW)
+    assert stored is not None and stored["reports"][0]["discovery"]["candidates"] == 0
+    listed = tmp_path / "dictionary.txt"
+    listed.write_text("yes\nno\nmaybe 1\nnever\n", encoding="utf-8")
+    capsys.readouterr()
+
+    assert main(["aggregator", "candidates", "answers", str(listed), "--json",
+                 "--redis-url", redis_url]) == 0  # fmt: skip
+    assert capsys.readouterr().out.strip() == (
+        '{"campaign": "answers", "candidates": 4, "windows_rebuilt": 2}'
+    )
+    for day in range(2):
+        stored = load_window(redis_client, "answers", WINDOW + day * 86_400)
+        assert stored is not None
+        (report,) = stored["reports"]
+        assert report["discovery"]["candidates"] == 4
+        assert report["discovery"]["source"] == "file dictionary.txt"
+        assert [item["item"] for item in report["items"]] == ["yes", "no"]
+    assert main(["report", "answers", "--redis-url", redis_url]) == 0
+    assert "2 of 4 candidates (file dictionary.txt) discovered" in capsys.readouterr().out
+    assert main(["aggregator", "candidates", "answers", "--redis-url", redis_url]) == 0
+    assert capsys.readouterr().out == "yes\nno\nmaybe 1\nnever\n"
+
+    assert main(["aggregator", "candidates", "answers", "--clear", "--redis-url", redis_url]) == 0
+    assert "0 candidates; 2 window reports rebuilt" in capsys.readouterr().out
+    stored = load_window(redis_client, "answers", WINDOW)
+    assert stored is not None and stored["reports"][0]["items"] == []
+    numeric = CampaignConfig.from_dict(
+        {"name": "latency", "oracle": "sw", "epsilon": 1, "range": [0, 10]}
+    ).as_created()
+    register(redis_client, numeric)
+    one_line_error(
+        ldptel("aggregator", "candidates", "latency", str(listed), "--redis-url", redis_url),
+        "aggregator",
+        "campaign",
+    )
+
+
 def test_favorite_color_finds_the_common_answers_and_lists_no_rare_one(tmp_path: Path) -> None:
     page = tmp_path / "colors.html"
     done = subprocess.run(

@@ -61,8 +61,10 @@ def test_commands_find_the_private_redis_through_the_data_directory(
     (tmp_path / "state" / "redis.url").write_text(redis_url + "\n")  # as `serve` writes it
     assert main(["collector", "campaign", "create", str(EXAMPLE)]) == 0
     assert main(["collector", "campaign", "create", str(EXAMPLE.with_name("latency.json"))]) == 0
+    assert main(["collector", "campaign", "create", str(EXAMPLE.with_name("crashes.json"))]) == 0
     assert main(["collector", "campaign", "list"]) == 0
-    colors, latency = capsys.readouterr().out.splitlines()[-2:]
+    colors, crashes, latency = capsys.readouterr().out.splitlines()[-3:]
+    assert crashes.startswith("crashes  active  pairs  epsilon=2  attributes=country:5,os:4,plan:3")
     assert colors.startswith("colors  active  de  epsilon=1  d=8  config_id=")
     assert latency.startswith("latency  active  sw  epsilon=1  range=[0.0, 2000.0]  config_id=")
     config_id = colors.rsplit("=", 1)[1]
@@ -71,7 +73,7 @@ def test_commands_find_the_private_redis_through_the_data_directory(
     listed = json.loads(capsys.readouterr().out)["campaigns"]
     assert listed[0] == {"name": "colors", "state": "active", "oracle": "de", "epsilon": 1.0,
                          "d": 8, "config_id": config_id}  # fmt: skip
-    assert listed[1]["range"] == [0.0, 2000.0]
+    assert listed[2]["range"] == [0.0, 2000.0]
     assert main(["collector", "campaign", "retire", "latency", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"name": "latency", "retired": True}
 

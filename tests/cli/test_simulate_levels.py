@@ -119,8 +119,9 @@ def test_bad_level_options_are_one_line_naming_the_field(args: tuple[str, ...], 
     one_line_error(result, "simulate", field)
 
 
-def test_sample_without_a_threshold_names_sample() -> None:
-    args = ("--levels", MIX, "--level-strategy", "sample", "--n", "100")
+@pytest.mark.parametrize("strategy", ["sample", "threshold"])
+def test_a_strategy_without_a_threshold_names_the_flags(strategy: str) -> None:
+    args = ("--levels", MIX, "--level-strategy", strategy, "--n", "100")
     result = ldptel("simulate", "--oracle", "de", "--domain-size", "4", *args)
     one_line_error(result, "simulate", "level_threshold")
-    assert "is required by level_strategy sample" in result.stderr
+    assert f"--level-threshold T is required by --level-strategy {strategy}\n" in result.stderr

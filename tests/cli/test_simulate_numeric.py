@@ -78,6 +78,24 @@ def test_auto_says_which_mechanism_it_chose_and_why() -> None:
     assert "lowest exact worst-case variance" in data["oracle_choice"]["reason"]
 
 
+@pytest.mark.parametrize("extra", [("--n", "1000", "--seed", "1"), ("--target-stderr", "1")])
+def test_the_exact_epsilon_of_integer_probabilities_is_stated_beside_the_requested_one(
+    extra: tuple[str, ...],
+) -> None:
+    # auto picks hm at epsilon 1; its integer probabilities lose ln(1 + B K / A) < 1.
+    args = ("--oracle", "auto", "--epsilon", "1", "--range", "0", "100", *extra)
+    data = simulate_json(*args)
+    assert data["requested_epsilon"] == 1.0
+    assert 1 - 1e-8 < data["epsilon"] < 1.0
+    result = ldptel("simulate", *args)
+    assert result.returncode == 0, result.stderr
+    words = f"epsilon {data['epsilon']:.10g} (requested 1; the exact loss of its integer"
+    assert words in result.stdout.splitlines()[0]
+    # Where they agree (a float law), only the requested epsilon.
+    exact = ldptel("simulate", "--oracle", "oue", "--epsilon", "1", "--n", "100", "--seed", "1")
+    assert exact.stdout.startswith("oracle oue, epsilon 1, ")
+
+
 def test_the_planner_gives_the_users_for_a_target_stderr_of_the_mean() -> None:
     data = simulate_json(
         "--oracle", "duchi", "--epsilon", "1", "--range", "0", "100", "--target-stderr", "0.5"

@@ -82,7 +82,7 @@ def test_no_config_yet_and_collector_down_or_garbage(collector, open_reporter, s
         reporter.report("colors", "red")
     fetches = [s for s in collector.faults.seen if s.path == "/v1/campaigns/colors"]
     assert len(fetches) == 1
-    reporter._unavailable["colors"] = (0.0, 1, "")  # the backoff has passed
+    reporter._configs.unavailable["colors"] = (0.0, 1, "")  # the backoff has passed
     assert reporter.report("colors", "red")  # the next fetch is fine
     collector.stop()
     fresh = open_reporter(state_dir=state_dir.parent / "elsewhere")

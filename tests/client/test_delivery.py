@@ -135,7 +135,7 @@ def test_a_new_config_dead_letters_old_reports_and_switches(collector, redis_cli
     assert reporter.stats()["dead_lettered"] == 3
 
     def switched() -> bool:
-        if reporter._active["colors"].config.config_id == new.config_id:
+        if reporter._configs.active["colors"].config.config_id == new.config_id:
             return True
         reporter.report("colors", "red")
         reporter.flush(timeout=1)

@@ -188,6 +188,6 @@ def test_reports_of_a_campaign_retired_meanwhile_are_dead_lettered_not_held(
         f"{collector.url}/v1/campaigns/colors/retire", headers=collector.api.admin()
     )
     assert retired.status_code in (200, 204), retired.text
-    reporter._adopt("colors", reporter._fetch("colors", None, raise_errors=False))
+    reporter._configs.adopt("colors", reporter._configs.fetch("colors", None, raise_errors=False))
     assert reporter.flush(timeout=20)  # not held back by the window rules: refused, kept aside
     assert reporter.stats()["dead_lettered"] == 1 and reporter.stats()["spooled"] == 0

@@ -123,7 +123,7 @@ def test_memoized_report_is_resent_identically_after_restart(collector, open_rep
     assert item3_a == item3_b  # the same (seed, y): the memo, not a fresh draw
     assert item3_a != item7  # distinct values have independent randomizations
     assert second.privacy_spent("colors").lifetime_epsilon == pytest.approx(
-        2 * second._active["colors"].by_level[""].randomizer.oracle.epsilon
+        2 * second._configs.active["colors"].by_level[""].randomizer.oracle.epsilon
     )
 
 
@@ -232,7 +232,7 @@ def test_lifetime_totals_of_an_older_state_dir_are_kept(collector, open_reporter
     with pytest.raises(BudgetExhaustedError) as refused:
         reporter.report("colors", "red")  # 2 + 1 > 2.5
     assert refused.value.field == "lifetime_epsilon"
-    tables = {name for (name,) in reporter._conn.execute("SELECT name FROM sqlite_master")}
+    tables = {name for (name,) in reporter._state.conn.execute("SELECT name FROM sqlite_master")}
     assert "ledger_lifetime" not in tables
 
 

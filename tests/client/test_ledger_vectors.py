@@ -17,8 +17,8 @@ from ldptel.client import ledger, memo
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import BudgetExhaustedError
 from ldptel.client.guarantee import Budget
-from ldptel.client.reporter import Reporter
 from ldptel.client.statedb import open_state, transaction
+from ldptel.client.windows import Windows
 
 VECTORS = Path(__file__).parents[1] / "vectors"
 FILE = json.loads((VECTORS / "ledger.json").read_text())
@@ -33,12 +33,12 @@ def test_the_committed_vectors_are_what_the_rules_give() -> None:
 
 
 def charged_window(config: CampaignConfig, now: float) -> int:
-    """Reporter._charged_window itself, on a clock reading `now`."""
+    """Windows.charged itself (the Reporter's), on a clock reading `now`."""
     fake = types.SimpleNamespace(
         _clock=types.SimpleNamespace(now=lambda: now),
         _margin=lambda: FILE["timeout_seconds"] + 2.0,
     )
-    return int(Reporter._charged_window(fake, config))  # type: ignore[arg-type]
+    return int(Windows.charged(fake, config))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("case", FILE["cases"], ids=[c["title"][:40] for c in FILE["cases"]])

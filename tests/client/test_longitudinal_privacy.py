@@ -103,7 +103,7 @@ class Install:
         (oracle, mode, length)
         for oracle in ORACLES
         for mode in MODES
-        # Numbers take no exact memoization (refused: campaign.NUMERIC_MEMO_REFUSED).
+        # Numbers take no exact memoization (refused: memoization.NUMERIC_MEMO_REFUSED).
         if not (oracle in NUMERIC and mode != "none")
         # A numeric report goes through numpy (~0.5 ms): 2 and 4 reports already mix
         # levels, changes and repeats.

@@ -14,9 +14,10 @@ import pytest
 from live_collector import sent_reports, stored_reports
 
 from ldptel.analysis.audit import audit
-from ldptel.client.campaign import CampaignConfig, check_candidates
+from ldptel.client.campaign import CampaignConfig
 from ldptel.client.errors import InvalidValueError, ParameterError, ReportError
 from ldptel.client.hashing import item_keys
+from ldptel.client.labels import check_candidates
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.olh import OpenDomainOLH
 from ldptel.client.oracles.sketch import SketchOracle

@@ -28,6 +28,7 @@ from ldptel.client import (
     ReportStatus,
     StateError,
     StateReadOnlyError,
+    pipeline,
 )
 from ldptel.client.sender import RESERVE_BYTES, RESERVE_FILENAME
 
@@ -112,7 +113,9 @@ def test_an_on_error_that_raises_does_not_reach_the_app(collector, open_reporter
     assert "on_error callback raised" in caplog.text
 
 
-def test_a_bug_inside_report_is_an_internal_error_status(collector, open_reporter, caplog):
+def test_a_bug_inside_report_is_an_internal_error_status(
+    collector, open_reporter, caplog, monkeypatch
+):
     collector.campaign(reports_per_window=10)
     errors: list[LdptelError] = []
     reporter = open_reporter(strict=False, on_error=errors.append)
@@ -121,7 +124,7 @@ def test_a_bug_inside_report_is_an_internal_error_status(collector, open_reporte
     def broken(*args: Any) -> None:
         raise KeyError("a bug")
 
-    reporter._value_of = broken
+    monkeypatch.setattr(pipeline, "value_of", broken)
     assert reporter.report("colors", "red") is ReportStatus.INTERNAL_ERROR
     assert isinstance(errors[0].__cause__, KeyError)
     assert "KeyError" in caplog.text
@@ -193,8 +196,8 @@ def test_after_a_full_disk_the_spool_is_delivered_and_reporting_resumes(
         assert (state_dir / RESERVE_FILENAME).stat().st_size == RESERVE_BYTES
         if disk == "max_page_count":
             assert reporter.report("colors", "red")
-            (pages,) = reporter._conn.execute("PRAGMA page_count").fetchone()
-            reporter._conn.execute(f"PRAGMA max_page_count = {pages + 8}")
+            (pages,) = reporter._state.conn.execute("PRAGMA page_count").fetchone()
+            reporter._state.conn.execute(f"PRAGMA max_page_count = {pages + 8}")
         spooled = 0
         for i in range(100_000):
             status = reporter.report("colors", VALUES[i % 3])

@@ -149,7 +149,6 @@ def test_a_binary_config_tracks_label_one_and_a_larger_one_samples_a_label() -> 
     base = {"name": "t", "oracle": "de", "epsilon": 1.0, "memoization": "tree"}
     binary = CampaignConfig.from_dict({**base, "domain": ["no", "yes"]})
     larger = CampaignConfig.from_dict({**base, "domain": ["a", "b", "c"]})
-    from ldptel.client.tree_config import tree_shape
 
-    assert tree_shape(binary) == TreeShape(365, 2, 1.0, items=1)
-    assert tree_shape(larger).items == 3
+    assert binary.tree_shape() == TreeShape(365, 2, 1.0, items=1)
+    assert larger.tree_shape().items == 3

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import requests
+from dashboard_site import desktop
 from scipy.stats import chi2, poisson
 
 from ldptel.aggregator.reports import OK, ReportOptions
@@ -37,6 +38,7 @@ def window_numbers(oracle: Any, values: np.ndarray, rng: np.random.Generator) ->
         status=OK, message="", n=n, confidence=0.95, consistency="norm-sub", false_flags=0.05,
         items=items, estimate=columns["estimate"], variance=columns["variance"],
         ci_low=columns["ci_low"], ci_high=columns["ci_high"], consistent=columns["consistent"],
+        significant=columns["significant"], kind="categorical", bounds=None,
         privacy=(), positions={item: i for i, item in enumerate(items)},
     )  # fmt: skip
 
@@ -112,7 +114,9 @@ def test_levels_show_combined_and_each_level_across_windows(redis_client: Any) -
         # The combined report has all users; each level half of them.
         assert trend["rows"][0]["n"] == 4000
         page = requests.get(f"{base}/campaigns/leveled", params={"level": "low"}, timeout=30).text
-        assert page.count('<circle class="point"') == 3 * 3  # three default items, 3 windows
+        assert (
+            desktop(page).count('<circle class="point"') == 3 * 3
+        )  # three default items, 3 windows
 
         # More reports arrive for the last window and the aggregator rebuilds its report: the
         # dashboard reads the rebuilt document (its version changed), not its cached copy.

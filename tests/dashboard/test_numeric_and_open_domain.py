@@ -8,12 +8,14 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from typing import Any
 
 import numpy as np
 import pytest
 import requests
 from chromium import launch
+from dashboard_site import desktop
 
 from ldptel.aggregator.reports import (
     Candidates,
@@ -87,7 +89,7 @@ def test_a_numeric_campaign_shows_the_mean_its_band_distribution_and_change(
     with serve(create_app(redis_client)) as base:
         listed = requests.get(f"{base}/", timeout=30).text
         assert "<td class='domain'>range [0, 2000]</td>" in listed
-        page = requests.get(f"{base}/campaigns/latency", timeout=30).text
+        page = desktop(requests.get(f"{base}/campaigns/latency", timeout=30).text)
         # The mean is the one trend, a point per window in its band; the latest window's
         # histogram has one bar per bucket, with its CDF.
         assert page.count('<circle class="point"') == 3 and 'data-item="mean"' in page
@@ -143,8 +145,8 @@ def test_chromium_shows_the_mean_trend_and_the_discovered_strings(redis_client: 
                 "free text, max_length 64 bytes"
             )
             page.goto(f"{base}/campaigns/latency")
-            assert page.locator("svg.trend circle.point").count() == 3
-            assert page.locator("svg.trend polygon.band").count() == 1
+            assert page.locator("svg.trend:visible circle.point").count() == 3
+            assert page.locator("svg.trend:visible polygon.band").count() == 1
             assert "mean" in page.locator(".summary").inner_text()
             assert "▲ up" in page.locator("tr[data-item=mean] td.flag").inner_text()
 
@@ -157,3 +159,19 @@ def test_chromium_shows_the_mean_trend_and_the_discovered_strings(redis_client: 
             assert "release threshold" in text
         finally:
             browser.close()
+
+
+def test_the_share_the_listed_strings_explain_covers_the_true_share(redis_client: Any) -> None:
+    """tea (900) and coffee (600) of 1,501 answers are listed: they explain 1,500 / 1,501 of
+    the reports, inside the stated interval (conservative: +- z times the sum of stderrs)."""
+    open_campaign(redis_client)
+    with serve(create_app(redis_client)) as base:
+        page = requests.get(f"{base}/campaigns/answers", timeout=30).text
+    found = re.search(
+        r"The 2 listed strings explain an estimated ([\d.]+)% of the 1,501 reports \(95% "
+        r"interval ([\d.]+)% to ([\d.]+)%",
+        page,
+    )
+    assert found, page
+    share, low, high = (float(v) / 100 for v in found.groups())
+    assert low <= 1500 / 1501 <= high and low < share <= high

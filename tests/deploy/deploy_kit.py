@@ -17,6 +17,8 @@ DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
 KUSTOMIZATION = DEPLOY / "kubernetes" / "kustomization.yaml"
 KUBERNETES = sorted(p for p in (DEPLOY / "kubernetes").glob("*.yaml") if p != KUSTOMIZATION)
+#: The Kubernetes release whose schemas the manifests must satisfy.
+KUBERNETES_VERSION = "1.37.0"
 #: Kinds of the Prometheus Operator's CRDs: not in the Kubernetes schemas (checked apart).
 OPERATOR_API = "monitoring.coreos.com/v1"
 UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
@@ -39,7 +41,7 @@ def kubernetes_documents() -> list[dict[str, Any]]:
 
 
 def operator_documents() -> list[dict[str, Any]]:
-    """The Prometheus Operator's resources (ServiceMonitor)."""
+    """The Prometheus Operator's resources (ServiceMonitor, PrometheusRule)."""
     return [doc for doc in all_kubernetes_documents() if doc["apiVersion"] == OPERATOR_API]
 
 

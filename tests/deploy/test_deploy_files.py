@@ -21,6 +21,7 @@ import yaml
 from deploy_kit import (
     DEPLOY,
     KUBERNETES,
+    KUBERNETES_VERSION,
     KUSTOMIZATION,
     ROOT,
     TIMERS,
@@ -37,9 +38,6 @@ from deploy_kit import (
 from dockerfile_parse import DockerfileParser
 
 from ldptel.cli.main import build_parser
-
-#: The Kubernetes release whose schemas the manifests must satisfy.
-KUBERNETES_VERSION = "1.37.0"
 
 
 # -- Dockerfile --------------------------------------------------------------------------------

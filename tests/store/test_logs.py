@@ -58,3 +58,40 @@ def test_gunicorn_logs_as_json_without_an_access_log() -> None:
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     gunicorn = [line for line in lines if line["logger"].startswith("gunicorn")]
     assert [line["logger"] for line in gunicorn] == ["gunicorn.error"]
+
+
+def test_the_direct_line_is_the_line_logging_writes(capsys: pytest.CaptureFixture[str]) -> None:
+    # logs.info writes without a LogRecord when the logger's one handler is json_handler's;
+    # any other set-up (a host's or a test's handler) gets the record through logging.
+    logger = logging.getLogger("ldptel.test.direct")
+    logger.addHandler(logs.json_handler())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    fields = {"method": "POST", "status": 202, "ms": 0.5, "duplicate": False}
+    try:
+        capsys.readouterr()
+        logs.info(logger, fields)
+        direct = capsys.readouterr().err
+        logger.info(fields)
+        logged = capsys.readouterr().err
+        extra = io.StringIO()
+        handler = logging.StreamHandler(extra)
+        handler.setFormatter(logs.JsonFormatter())
+        logger.addHandler(handler)
+        logs.info(logger, fields)
+        through_logging = capsys.readouterr().err
+        logger.setLevel(logging.WARNING)
+        logs.info(logger, fields)
+        quiet = capsys.readouterr().err
+    finally:
+        logger.handlers.clear()
+    for text in (direct, logged, through_logging):
+        assert text.endswith("\n") and text.count("\n") == 1
+    lines = [json.loads(text) for text in (direct, logged)]
+    for line in lines:
+        line.pop("time")
+    assert lines[0] == lines[1] == {"level": "INFO", "logger": "ldptel.test.direct", **fields}
+    assert list(json.loads(direct)) == list(json.loads(logged))  # the same keys, in order
+    assert datetime.fromisoformat(json.loads(direct)["time"]).utcoffset() is not None
+    assert json.loads(extra.getvalue())["status"] == 202  # the other handler got it too
+    assert quiet == ""

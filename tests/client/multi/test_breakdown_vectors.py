@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ldptel.client.multi import BREAKDOWNS, Attributes
+from ldptel.client.multi import BREAKDOWNS, Attributes, HadamardBreakdown
+from ldptel.client.multi.wire_flat import breakdown_reports
 
 VECTORS = json.loads((Path(__file__).parents[2] / "vectors" / "breakdowns.json").read_text())
 
@@ -22,7 +23,11 @@ def test_reports_give_the_vectors_marginal(case: dict[str, Any]) -> None:
     assert [o.name for o in mechanism.inners] == [i["oracle"] for i in case["inner"]]
     for oracle, inner in zip(mechanism.inners, case["inner"], strict=True):
         assert (oracle.p_star, oracle.q_star) == pytest.approx((inner["p"], inner["q"]), rel=1e-12)
-    state = mechanism.state_of_reports(case["reports"])
+    if "masks" in case:  # hadamard: its coefficients and its randomized response
+        assert isinstance(mechanism, HadamardBreakdown)
+        assert mechanism.masks.tolist() == case["masks"]
+        assert mechanism.p == pytest.approx(case["p"], rel=1e-12)
+    state = breakdown_reports(mechanism).state(case["reports"])
     marginal = mechanism.marginal(state, attributes.positions(case["marginal"]["attributes"]))
     expected = case["marginal"]["cells"]
     np.testing.assert_allclose(marginal.estimate, [c["estimate"] for c in expected], rtol=1e-12)

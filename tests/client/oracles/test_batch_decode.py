@@ -116,6 +116,7 @@ def test_a_batch_decodes_as_report_by_report(name: str, monkeypatch: pytest.Monk
         for at in rng.sample(range(len(reports)), min(len(reports), rng.choice([1, 1, 2]))):
             reports[at] = break_report(reports[at], rng)
         batches.append(reports)
+    monkeypatch.setattr(batch_decode, "WHOLE_BATCH_MIN", 1)  # small batches take it too
     batched = [outcome(oracle, reports) for reports in batches]
     per_report(monkeypatch)
     expected = [outcome(oracle, reports) for reports in batches]
