@@ -29,6 +29,7 @@ LOG = logging.getLogger("ldptel.collector")
 #: After SIGTERM, a connection waiting for its next request is closed this much later (a
 #: request already on its way is still served, with Connection: close).
 STOP_LINGER_SECONDS = 1.0
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 256 * 1024
 _CHUNK = 64 * 1024
@@ -101,6 +102,22 @@ def log_event(event: str, **fields: object) -> None:
     LOG.warning({"event": event, **fields})  # a JSON line (store/logs.py)
 
 
+def stop_queued(handler: object) -> bool:
+    """Whether gunicorn's arbiter handler `handler`, inherited through the fork, queued a
+    stop signal (TERM, INT, QUIT) in this worker's copy of the arbiter's signal queue (a
+    queue.SimpleQueue since gunicorn 24, a list before); the queue is emptied."""
+    queue = getattr(getattr(handler, "__self__", None), "SIG_QUEUE", None)
+    if isinstance(queue, list):
+        queued, queue[:] = list(queue), []
+    elif queue is not None and hasattr(queue, "get_nowait"):
+        queued = []
+        while not queue.empty():
+            queued.append(queue.get_nowait())
+    else:
+        return False
+    return any(sig in _STOP_SIGNALS for sig in queued)
+
+
 class CollectorWorker(GeventWorker):  # type: ignore[misc]
     """gunicorn's gevent worker with a buffered, time-bounded body and JSON errors.
 
@@ -113,8 +130,11 @@ class CollectorWorker(GeventWorker):  # type: ignore[misc]
         # Until gunicorn's init_signals (after gevent's patching), a SIGTERM would run the
         # handler inherited from the arbiter and be lost: the stop would then wait out
         # graceful_timeout (30 s) and SIGKILL this worker. Remember it instead: with `alive`
-        # false the worker boots, serves nothing and exits.
-        signal.signal(signal.SIGTERM, self.exit_while_booting)
+        # false the worker boots, serves nothing and exits. One that came between the fork
+        # and here went to the inherited handler: into this process's copy of its queue.
+        inherited = signal.signal(signal.SIGTERM, self.exit_while_booting)
+        if stop_queued(inherited):
+            self.alive = False
         limits: BodyLimits = self.app.body_limits
         self.body_timeout = limits.timeout_seconds
         self.max_body_bytes = limits.max_bytes

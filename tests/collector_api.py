@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import requests
+from waiting import wait_for
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from ldptel.collector import create_app
@@ -81,17 +81,19 @@ class ServerThread:
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    """Wait (up to 30 s) until a collector started as a subprocess answers /readyz."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    """Wait until a collector started as a subprocess answers /readyz; the probing
+    connection is closed (left open, it would hold the graceful stop for the keep-alive
+    timeout)."""
+
+    def ready() -> bool:
         assert process.poll() is None, "the collector exited at start"
         try:
-            if requests.get(f"{url}/readyz", timeout=5).status_code == 200:
-                return
+            with requests.Session() as session, session.get(f"{url}/readyz", timeout=5) as answer:
+                return answer.status_code == 200
         except requests.RequestException:  # not listening yet, or a worker still booting
-            pass
-        time.sleep(0.1)
-    raise AssertionError("the collector did not come up")
+            return False
+
+    wait_for(ready, "the collector answers /readyz", interval=0.1)
 
 
 def collector_app(settings: Mapping[str, Any]) -> Any:

@@ -8,6 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: Hypothesis's default (200 ms) is a timed assertion, and on a loaded
+# machine a preempted example overruns it ("Unreliable test timings") while the code is right.
+settings.register_profile("ldptel", deadline=None)
+settings.load_profile("ldptel")
 
 
 @pytest.fixture(scope="session")

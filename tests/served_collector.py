@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
-from collector_api import ADMIN_TOKEN, Api
+from collector_api import ADMIN_TOKEN, Api, wait_until_up
+from waiting import scaled
 
 from ldptel.store.redis_server import free_port
 
@@ -100,26 +100,10 @@ def served(
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    """Wait (up to 30 s) until the collector answers /readyz; the probing connection is closed
-    (left open, it would hold the graceful stop for the keep-alive timeout)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the collector exited at start"
-        try:
-            with requests.Session() as session, session.get(f"{url}/readyz", timeout=5) as ready:
-                if ready.status_code == 200:
-                    return
-        except requests.RequestException:  # not listening yet, or a worker still booting
-            pass
-        time.sleep(0.1)
-    raise AssertionError("the collector did not come up")
 
 
 def unread_by_server(server_port: int, client: socket.socket) -> int | None:

@@ -16,6 +16,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 from scipy.stats import binom
 from stream_entries import make_config, register, simulate
+from waiting import wait_for
 
 from ldptel.aggregator.alerts import AlertSettings, Estimate, estimates, evaluate, holm
 from ldptel.aggregator.metrics import AggregatorMetrics, HealthServer
@@ -59,10 +60,7 @@ def run_worker(client: Any, metrics: AggregatorMetrics) -> None:
     thread = threading.Thread(target=worker.run_forever, args=(0.05,))
     thread.start()
     try:
-        deadline = time.monotonic() + 60
-        while metrics.last_success._value.get() == 0:  # the first pass has not ended
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_for(lambda: metrics.last_success._value.get() != 0, "the first pass ended")
     finally:
         worker.stop()
         thread.join(timeout=30)

@@ -4,13 +4,13 @@ every step, the probes follow the worker's state, and `--every` serves them."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import numpy as np
 import pytest
 import requests
 from stream_entries import make_config, register, simulate
+from waiting import wait_for
 
 from ldptel.aggregator.metrics import AggregatorMetrics, HealthServer, unapplied_entries
 from ldptel.aggregator.shard import StepResult
@@ -92,10 +92,7 @@ def test_every_mode_exports_passes_lag_and_failures(redis_client: Any, redis_url
     thread = threading.Thread(target=worker.run_forever, args=(0.05,))
     thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while metrics.last_success._value.get() == 0:  # the first pass has not ended
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_for(lambda: metrics.last_success._value.get() != 0, "the first pass ended")
     finally:
         worker.stop()
         thread.join(timeout=30)
@@ -116,10 +113,7 @@ def test_a_failed_pass_makes_the_worker_unready() -> None:
     thread = threading.Thread(target=worker.run_forever, args=(0.05,))
     thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while metrics.passes_failed._value.get() == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_for(lambda: metrics.passes_failed._value.get() != 0, "a pass failed")
     finally:
         worker.stop()
         thread.join(timeout=30)

@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pytest
 from stream_entries import dump_states, make_config, register, simulate
+from waiting import wait_for
 
 from ldptel.aggregator.worker import Worker
 from ldptel.store import keys
@@ -61,6 +63,11 @@ def progress(client: Any, configs: list[Any]) -> list[bytes | None]:
     ]
 
 
+def moved(client: Any, configs: list[Any], before: Any, process: subprocess.Popen[bytes]) -> bool:
+    """The worker has made progress since `before`, or has ended."""
+    return progress(client, configs) != before or process.poll() is not None
+
+
 def reports_of(client: Any, names: list[str]) -> dict[bytes, Any]:
     """Stored window reports without their build times."""
     import json
@@ -95,10 +102,8 @@ def test_sigkill_at_random_instants_neither_loses_nor_doubles(
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         # Wait until the worker is really aggregating, then kill it a random moment later.
-        deadline = time.monotonic() + 20
-        while progress(redis_client, configs) == before and process.poll() is None:
-            assert time.monotonic() < deadline, "worker made no progress"
-            time.sleep(0.005)
+        made_progress = partial(moved, redis_client, configs, before, process)
+        wait_for(made_progress, "the worker made progress", interval=0.005)
         time.sleep(chance.uniform(0.0, 0.15))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import redis
 from stream_entries import make_config, register, simulate
+from waiting import scaled, wait_for
 
 from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
@@ -20,17 +20,16 @@ from ldptel.store.redis_server import RedisServer
 WINDOW = 1_700_006_400
 
 
-def wait_for_n(client: Any, config: Any, n: int, timeout: float = 30) -> None:
+def wait_for_n(client: Any, config: Any, n: int) -> None:
     state = StateKey(WINDOW, config.config_id)
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def reached() -> bool:
         try:
-            if read_state(client, config.name, [0], state, 8)[0] == n:
-                return
-        except redis.ConnectionError:
-            pass
-        assert time.monotonic() < deadline, f"the worker never reached n = {n}"
-        time.sleep(0.05)
+            return bool(read_state(client, config.name, [0], state, 8)[0] == n)
+        except (redis.ConnectionError, redis.TimeoutError):  # restarting, or slow to answer
+            return False
+
+    wait_for(reached, f"the worker reached n = {n}")
 
 
 def test_a_scheduled_worker_survives_a_redis_restart(tmp_path: Path, caplog: Any) -> None:
@@ -38,6 +37,11 @@ def test_a_scheduled_worker_survives_a_redis_restart(tmp_path: Path, caplog: Any
     client = redis.Redis.from_url(server.url, socket_timeout=2)
     worker = Worker(client, batch_entries=2)
     thread = threading.Thread(target=worker.run_forever, args=(0.05,), daemon=True)
+
+    def alive_and(condition: bool) -> bool:
+        assert thread.is_alive(), "the worker's thread ended"
+        return condition
+
     try:
         config = make_config()
         register(client, config)
@@ -47,10 +51,7 @@ def test_a_scheduled_worker_survives_a_redis_restart(tmp_path: Path, caplog: Any
             wait_for_n(client, config, 300)
 
             server.stop()  # SIGTERM: Redis writes its AOF and exits; passes now fail
-            deadline = time.monotonic() + 30
-            while "pass failed" not in caplog.text:
-                assert time.monotonic() < deadline and thread.is_alive()
-                time.sleep(0.05)
+            wait_for(lambda: alive_and("pass failed" in caplog.text), "a failed pass")
             server.start()  # same port, same data
 
             simulate(client, config, np.ones(200, dtype=np.int64), window=WINDOW, seed=1)
@@ -58,7 +59,7 @@ def test_a_scheduled_worker_survives_a_redis_restart(tmp_path: Path, caplog: Any
         assert thread.is_alive()
     finally:
         worker.stop()
-        thread.join(10)
+        thread.join(scaled(60))
         client.close()
         server.cleanup()
     assert not thread.is_alive()

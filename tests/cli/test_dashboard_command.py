@@ -20,6 +20,7 @@ import pytest
 import requests
 from ldptel_command import ldptel, one_line_error
 from served_collector import connect, read_until_closed
+from waiting import scaled, wait_for
 
 from ldptel.store.redis_server import free_port
 
@@ -38,17 +39,18 @@ def served_dashboard(
             env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        assert process.poll() is None, log_path.read_text()
+        return f"dashboard on {url}/" in log_path.read_text()
+
     try:
-        deadline = time.monotonic() + 30
-        while f"dashboard on {url}/" not in log_path.read_text():
-            assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "the dashboard did not come up"
-            time.sleep(0.05)
+        wait_for(up, "the dashboard came up")
         yield url, port
     finally:
         process.send_signal(signal.SIGTERM)
         try:
-            assert process.wait(timeout=30) == 0, log_path.read_text()
+            assert process.wait(timeout=scaled(60)) == 0, log_path.read_text()
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import requests
 from ldptel_command import ldptel, one_line_error, open_terminal, terminal_chunks
+from waiting import scaled, wait_for
+
+#: The SDK stage's tqdm bar once it has counted a user (of 5,000, so far from done):
+#: `users via the SDK     :  12%|█▎        | 600/5.00k [...]`.
+SDK_PROGRESS = re.compile(r"users via the SDK *: *\d+%\|[^|]*\| *[1-9][\d.]*k?/5\.00k")
 
 
 def test_a_tiny_demo_says_not_enough_reports_then_serves_the_dashboard(tmp_path: Path) -> None:
@@ -36,7 +41,7 @@ def test_a_tiny_demo_says_not_enough_reports_then_serves_the_dashboard(tmp_path:
         assert page.count('<text class="gap"') == 2 * 2 and '<circle class="point"' not in page
         started = children(process.pid)
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=30)
+        _, stderr = process.communicate(timeout=scaled(60))
         assert process.returncode == 0
         assert started and not any(alive(child) for child in started)  # its redis-server
         # stderr is a pipe: no progress bars, only the stages' timings in one line.
@@ -98,17 +103,19 @@ def interrupt_during_the_sdk_stage(process: subprocess.Popen[bytes], terminal: i
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 60
-    # Interrupt in the middle of the SDK stage (5000 users take far longer than this wait).
-    while "users via the SDK" not in "".join(seen) or not children(process.pid):
-        assert process.poll() is None and time.monotonic() < deadline, "".join(seen)
-        time.sleep(0.05)
+
+    def in_the_sdk_stage() -> bool:
+        assert process.poll() is None, "".join(seen)
+        return bool(SDK_PROGRESS.search("".join(seen))) and bool(children(process.pid))
+
+    try:
+        wait_for(in_the_sdk_stage, "the demo's SDK stage under way")
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; the terminal showed {''.join(seen)[-600:]!r}") from None
     started = children(process.pid)
-    time.sleep(0.5)
 
     process.send_signal(signal.SIGINT)
 
-    assert process.wait(timeout=20) == 130
-    reader.join(5)
-    assert "interrupted" in "".join(seen)
+    assert process.wait(timeout=scaled(60)) == 130
+    wait_for(lambda: "interrupted" in "".join(seen), "the demo says it was interrupted")
     assert started and not any(alive(child) for child in started)  # the private redis-server

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from live_collector import stored_reports
+from waiting import wait_for
 
 from ldptel.client import spool
 from ldptel.client.errors import (
@@ -175,10 +175,7 @@ def test_the_wal_stays_bounded_offline_and_is_truncated(collector, open_reporter
             offline.report("colors", ["red", "green", "blue"][i % 3])
         wal = state_dir / f"{statedb.FILENAME}-wal"
         bound = limit + 2 * every * 4096  # the limit, plus commits between two checkpoints
-        deadline = time.monotonic() + 10
-        while wal.stat().st_size > bound and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert wal.stat().st_size <= bound
+        wait_for(lambda: wal.stat().st_size <= bound, f"the WAL back under {bound} bytes")
     assert offline.stats()["spooled"] == 2001
 
 

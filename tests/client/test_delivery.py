@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from live_collector import (
+    SLACK_SECONDS,
     LiveCollector,
     SilentServer,
     TrickleServer,
@@ -23,6 +24,7 @@ from live_collector import (
     stored_reports,
 )
 from reporter_settings import FAST
+from waiting import wait_for
 
 from ldptel.client import (
     RedirectNotFollowedError,
@@ -83,8 +85,9 @@ def test_collector_stopped_then_started_again(collector, redis_client, open_repo
     collector.stop()
     report_many(reporter, 9)  # the app never notices
     assert reporter.flush(timeout=0.5) is False
+    # The sender's first attempt may come after the flush gave up (a loaded machine).
+    wait_for(lambda: "network" in (reporter.stats()["last_error"] or ""), "a network error")
     assert reporter.stats()["spooled"] == 12
-    assert "network" in reporter.stats()["last_error"]
     collector.start()
     assert reporter.flush(timeout=20)
     assert_exactly_once(collector, redis_client, config, 12)
@@ -130,11 +133,15 @@ def test_a_new_config_dead_letters_old_reports_and_switches(collector, redis_cli
     new = collector.campaign(reports_per_window=1000, epsilon=2.0)  # the old id is retired
     assert reporter.flush(timeout=20)
     assert reporter.stats()["dead_lettered"] == 3
-    deadline = time.monotonic() + 10
-    while reporter._configs.active["colors"].config.config_id != new.config_id:
+
+    def switched() -> bool:
+        if reporter._configs.active["colors"].config.config_id == new.config_id:
+            return True
         reporter.report("colors", "red")
-        assert time.monotonic() < deadline
         reporter.flush(timeout=1)
+        return False
+
+    wait_for(switched, "the reporter switched to the new config", interval=0)
     report_many(reporter, 5)
     assert reporter.flush(timeout=20)
     assert len(stored_reports(redis_client, new)) >= 5
@@ -189,13 +196,6 @@ def test_a_reporter_closed_while_posting_leaves_its_batch_to_the_next_one(
 
 
 # -- answers only a change of configuration can get past: nothing is dead-lettered ---------
-def wait_for(condition: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
-
-
 @pytest.mark.parametrize("redirect", ["another origin", "loop"])
 def test_behind_a_307_reports_stay_spooled_and_go_once_the_collector_is_reachable(
     redirect, collector, redis_client, open_reporter
@@ -213,7 +213,7 @@ def test_behind_a_307_reports_stay_spooled_and_go_once_the_collector_is_reachabl
         report_many(reporter, 25)
         assert reporter.report("colors", "red") is ReportStatus.SPOOLED  # the app sees nothing
         assert reporter.flush(timeout=1.0) is False
-        wait_for(lambda: len(collector.faults.posted()) >= 3)  # retried, as for a 503
+        wait_for(lambda: len(collector.faults.posted()) >= 3, "3 posts")  # retried, as for a 503
         stats = reporter.stats()
         assert stats["spooled"] == 26 and stats["dead_lettered"] == 0
         assert "HTTP 307" in (stats["last_error"] or "")
@@ -243,6 +243,9 @@ def test_a_refused_token_reaches_on_error_and_the_reports_wait_for_a_fixed_one(
         report_many(reporter, 5)
         started = time.time()
         assert reporter.flush(timeout=1.0) is False
+        # The refusal may come after the flush gave up (a loaded machine): wait for it.
+        refused = lambda: errors and reporter.stats()["awaiting_token"] == 5  # noqa: E731
+        wait_for(refused, "the token refused and on_error told")
         stats = reporter.stats()
         reporter.close(timeout=0)
     (error,) = errors
@@ -310,7 +313,7 @@ def test_report_returns_within_its_timeout_while_the_config_trickles(
     finally:
         server.close()
     assert status is ReportStatus.CAMPAIGN_UNAVAILABLE
-    assert took < 2.0 + 1.0  # the timeout and a scheduler's slack, not 4,000 s of bytes
+    assert took < 2.0 + SLACK_SECONDS  # the timeout and a loaded machine's slack, not 4,000 s
     (error,) = errors
     assert isinstance(error, CampaignUnavailableError)
     assert "no complete answer within the 2 s timeout" in error.reason

@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from live_collector import stored_reports
+from waiting import wait_for
 
 from ldptel.client import (
     BudgetExhaustedError,
@@ -213,10 +213,8 @@ def test_after_a_full_disk_the_spool_is_delivered_and_reporting_resumes(
         assert reporter.flush(timeout=30)
         assert len(stored_reports(redis_client, config)) == spooled  # none lost, none twice
         assert reporter.stats()["delivered"] == spooled
-        deadline = time.monotonic() + 30
-        while reporter.report("colors", "red") is not ReportStatus.SPOOLED:
-            assert time.monotonic() < deadline, "reporting never resumed"
-            time.sleep(0.05)
+        spooled_again = lambda: reporter.report("colors", "red") is ReportStatus.SPOOLED  # noqa: E731
+        wait_for(spooled_again, "reporting resumed", interval=0.05)
         assert (state_dir / RESERVE_FILENAME).stat().st_size == RESERVE_BYTES
         assert reporter.flush(timeout=30)
         assert len(stored_reports(redis_client, config)) == spooled + 1

@@ -9,7 +9,6 @@ import functools
 import http.server
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from urllib.parse import urlencode
 import pytest
 from collector_api import DOMAIN, campaign_config
 from js_harness import Collector, run_node
+from waiting import wait_for
 
 from ldptel.aggregator.reports import ReportOptions, build_window, list_windows
 from ldptel.aggregator.worker import Worker
@@ -88,8 +88,6 @@ def test_a_hidden_page_delivers_its_spool_with_keepalive(
     token = make_campaign(collector)
     seen = open_page(client_js, site, collector, token, "hide")
     assert seen["statuses"] == ["spooled"] * len(SENT) and seen["stats"]["delivered"] == 0, seen
-    deadline = time.monotonic() + 30
-    while redis_client.xlen(keys.stream("colors", 0)) == 0:  # the keepalive post's batch
-        assert time.monotonic() < deadline, "the hidden page's spool never arrived"
-        time.sleep(0.05)
+    arrived = lambda: redis_client.xlen(keys.stream("colors", 0)) > 0  # noqa: E731
+    wait_for(arrived, "the hidden page's spool arrived (its keepalive post)")
     assert window_count(redis_client) == len(SENT)

@@ -21,13 +21,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from collector_api import DOMAIN, wait_until_up
 from served_collector import app_loaded, private_tmpdir, unread_by_server
+from waiting import scaled, wait_for
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.collector.auth import create_token
@@ -113,13 +113,6 @@ def workers_loaded(master: int, workers: int, tmpdir: Path) -> bool:
     return len(children) == workers and all(app_loaded(tmpdir, int(pid)) for pid in children)
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.005)
-
-
 @pytest.mark.slow
 def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged(
     redis_url: str, redis_client: Any, tmp_path: Path
@@ -136,7 +129,8 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
     log = (tmp_path / "collector.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "ldptel.cli", "collector", "serve", "--port", str(port),
-         "--redis-url", redis_url, "--workers", "2", "--rate-limit", "0"],
+         "--redis-url", redis_url, "--workers", "2", "--rate-limit", "0",
+         "--body-timeout", "60"],  # the big batch waits past SIGTERM: not for its body's 10 s
         env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     stop = threading.Event()
@@ -170,7 +164,7 @@ def test_sigterm_finishes_requests_in_flight_and_stores_exactly_the_acknowledged
         big.sendall(big_body[1000:])
         big_status, _ = read_response(big)
         big.close()
-        process.wait(timeout=60)
+        process.wait(timeout=scaled(60))
     finally:
         stop.set()
         if process.poll() is None:

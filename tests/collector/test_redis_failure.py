@@ -12,11 +12,19 @@ import pytest
 import redis
 import requests
 from collector_api import Api, batch, serve
+from waiting import scaled, wait_for
 
 from ldptel.store import keys
 from ldptel.store.redis_server import RedisServer
 
 BATCHES = 120
+
+#: fsync `always`: Redis has written each batch to its AOF before it answers. With `everysec`
+#: a busy disk makes Redis postpone the write itself by up to 2 s while it still answers
+#: ("Asynchronous AOF fsync is taking too long" in its log), and a SIGKILL then loses batches
+#: Redis acknowledged: 16 and 17 of 120 lost in 2 of 2 runs under a CPU hog. What this checks
+#: is the collector's answer (never a 2xx Redis did not acknowledge), not Redis's trade-off.
+FSYNC_ALWAYS = ("--appendfsync", "always")
 
 
 class Sender(threading.Thread):
@@ -50,23 +58,20 @@ class Sender(threading.Thread):
 @pytest.mark.slow
 def test_killed_redis_gives_503s_and_loses_no_acknowledged_batch(tmp_path: Path) -> None:
     data_dir = tmp_path / "redis"
-    first = RedisServer(data_dir, appendonly=True).start()
+    first = RedisServer(data_dir, appendonly=True, extra_args=FSYNC_ALWAYS).start()
     server = serve({"redis_url": first.url})
     try:
         api = Api(server.url)
         config_id, token = api.create_campaign(), api.create_token()
         sender = Sender(api, token, config_id)
         sender.start()
-        while len(sender.acknowledged) < 30:
-            time.sleep(0.01)
+        wait_for(lambda: len(sender.acknowledged) >= 30, "30 batches acknowledged")
         first.kill()
-        deadline = time.monotonic() + 30
-        while 503 not in sender.statuses:  # the collector has answered without its Redis
-            assert time.monotonic() < deadline, "no 503 while Redis was down"
-            time.sleep(0.01)
-        second = RedisServer(data_dir, port=first.port, appendonly=True).start()
+        wait_for(lambda: 503 in sender.statuses, "a 503 while Redis was down")
+        second = RedisServer(data_dir, port=first.port, appendonly=True, extra_args=FSYNC_ALWAYS)
+        second.start()
         try:
-            sender.join(timeout=120)
+            sender.join(timeout=scaled(120))
             assert not sender.is_alive()
             assert 503 in sender.statuses
             assert set(sender.statuses) <= {202, 503}

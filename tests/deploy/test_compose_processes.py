@@ -19,7 +19,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 import requests
 from deploy_kit import DEPLOY, ROOT, compose, unit_settings
+from waiting import wait_for
 
 from ldptel.store.redis_server import find_redis_server, free_port
 
@@ -85,14 +85,15 @@ def _replace_all(text: str, replacements: dict[str, str]) -> str:
     return text
 
 
-def wait_for(condition: Callable[[], bool], what: str, processes: list[Any]) -> None:
-    """Poll `condition` until it holds (30 s at most); a service exiting meanwhile fails."""
-    deadline = time.monotonic() + 30
-    while not condition():
+def wait_while_running(condition: Callable[[], bool], what: str, processes: list[Any]) -> None:
+    """Poll `condition` until it holds (waiting.wait_for); a service exiting meanwhile fails."""
+
+    def holds() -> bool:
         for process in processes:
             assert process.poll() is None, f"{process.args[:3]} exited while waiting for {what}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+        return condition()
+
+    wait_for(holds, what)
 
 
 @pytest.fixture
@@ -121,7 +122,7 @@ def redis_service(stack: Stack, tmp_path: Path) -> Iterator[Any]:
     )  # fmt: skip
     client = redis.Redis(port=stack.redis_port)
     try:
-        wait_for(lambda: _pings(client), "redis", [process])
+        wait_while_running(lambda: _pings(client), "redis", [process])
         yield client
     finally:
         client.close()
@@ -185,7 +186,9 @@ def test_the_compose_services_work_together(
     try:
         collector = start(stack, "collector", tmp_path)
         processes.append(collector)
-        wait_for(lambda: healthy(stack, "collector"), "the collector's healthcheck", processes)
+        wait_while_running(
+            lambda: healthy(stack, "collector"), "the collector's healthcheck", processes
+        )
 
         # An operator registers the campaign inside the collector's container.
         created = subprocess.run(
@@ -213,7 +216,9 @@ def test_the_compose_services_work_together(
 
         for service in ("aggregator", "report"):
             processes.append(start(stack, service, tmp_path))
-        wait_for(lambda: healthy(stack, "aggregator"), "the aggregator's healthcheck", processes)
+        wait_while_running(
+            lambda: healthy(stack, "aggregator"), "the aggregator's healthcheck", processes
+        )
 
         analyst = {"Authorization": "Bearer compose-analyst-token-9a7b3e"}
 
@@ -223,17 +228,19 @@ def test_the_compose_services_work_together(
             counts = [r["n"] for r in answer.json().get("reports", [])]
             return answer.status_code == 200 and counts == [REPORTS]
 
-        wait_for(report_built, "the window report", processes)
+        wait_while_running(report_built, "the window report", processes)
         run_the_systemd_report_unit(redis_service, tmp_path)
         page = stack.reports / "colors-latest.html"
-        wait_for(lambda: page.exists() and "colors" in page.read_text(), "the HTML page", processes)
+        wait_while_running(
+            lambda: page.exists() and "colors" in page.read_text(), "the HTML page", processes
+        )
 
         def pass_exported() -> bool:  # the pass ends (metrics) just after its reports are stored
             health = f"http://127.0.0.1:{stack.health_port}/metrics"
             metrics = requests.get(health, timeout=10).text
             return 'ldptel_aggregator_lag_entries{campaign="colors",shard="0"} 0.0' in metrics
 
-        wait_for(pass_exported, "the pass's metrics", processes)
+        wait_while_running(pass_exported, "the pass's metrics", processes)
         metrics = requests.get(f"http://127.0.0.1:{stack.health_port}/metrics", timeout=10).text
         assert "ldptel_aggregator_entries_applied_total 1.0" in metrics
     finally:

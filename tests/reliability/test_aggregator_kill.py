@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 from load_clients import assert_exactly_once, setup
 from served_collector import served
+from waiting import scaled, wait_for
 
 from ldptel.aggregator.model import from_json
 from ldptel.store import keys, reports
@@ -50,13 +50,6 @@ def behind(client: Any) -> bool:
     """The stream holds entries past the aggregator's checkpoint (a pass has work to do)."""
     last = client.xrevrange(keys.stream("colors", 0), count=1)
     return bool(last) and client.get(keys.checkpoint("colors", 0)) != last[0][0]
-
-
-def wait_for(condition: Any, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
 
 
 def state_totals(client: Any) -> tuple[int, np.ndarray]:
@@ -112,10 +105,10 @@ def test_the_aggregator_killed_mid_pass_under_load_loses_and_doubles_nothing(
                         sender.result()
             wait_for(lambda: not behind(redis_client), "the restarted aggregator to catch up")
             total = sum(len(values_of(i)) for i in sent)
-            wait_for(lambda: report_n(redis_client) == total, "the window report", timeout=10)
+            wait_for(lambda: report_n(redis_client) == total, "the window report")
         finally:
             aggregator.send_signal(signal.SIGTERM)
-            assert aggregator.wait(timeout=30) == 0, log.read_text()
+            assert aggregator.wait(timeout=scaled(60)) == 0, log.read_text()
 
     assert_exactly_once(client, redis_client)  # the collector stored each batch once
     expected = np.zeros(DOMAIN, dtype=np.int64)

@@ -11,7 +11,6 @@ import functools
 import gzip
 import socket
 import threading
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -21,6 +20,7 @@ from typing import Any
 import requests
 from collector_api import batch
 from served_collector import Served, connect, rss_bytes, served, unread_by_server
+from waiting import wait_for
 
 from ldptel.collector.ingest import ENVELOPE_BYTES
 from ldptel.store import keys
@@ -198,10 +198,8 @@ def test_a_refusal_is_answered_late_without_holding_the_worker(
             for sock in bombs:
                 key = uuid.uuid4().hex
                 sock.sendall(f"{head}Idempotency-Key: {key}\r\n\r\n".encode() + data)
-            deadline = time.monotonic() + 30
-            while any(unread_by_server(collector.port, sock) != 0 for sock in bombs):
-                assert time.monotonic() < deadline, "the worker did not read the bombs"
-                time.sleep(0.01)  # until the worker has read every bomb
+            read = lambda: all(unread_by_server(collector.port, s) == 0 for s in bombs)  # noqa: E731
+            wait_for(read, "the worker read every bomb")
             with requests.Session() as session:
                 normal = post(session, collector.url, token, gzip.compress(
                     str(batch(config_id, [3])).replace("'", '"').encode()))  # fmt: skip

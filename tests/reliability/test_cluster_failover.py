@@ -13,8 +13,7 @@ lost, and with WAIT that same batch is answered 503 instead of a false 202.
 from __future__ import annotations
 
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import redis
 from collector_api import Api, batch, serve
 from load_clients import assert_exactly_once, send_while, setup
 from served_collector import served
+from waiting import wait_for
 
 from ldptel.aggregator.worker import Worker
 from ldptel.store import keys
@@ -41,13 +41,6 @@ STREAM = keys.stream("colors", 0)  # the test campaign has one shard
 def cluster() -> Iterator[LocalCluster]:
     with LocalCluster(masters=3, replicas=1, node_timeout_ms=NODE_TIMEOUT_MS) as started:
         yield started
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not {what} after {timeout} s"
-        time.sleep(0.02)
 
 
 def replication(node: RedisServer) -> dict[str, Any]:
@@ -83,7 +76,7 @@ def test_failovers_under_ingest_lose_and_double_nothing_with_wait(
         def fail_over_by_hand() -> None:
             with redis.Redis(port=second.port) as replica:
                 replica.cluster("FAILOVER")
-            wait_until(lambda: is_master_with_replica(second), "promoted")
+            wait_for(lambda: is_master_with_replica(second), "promoted")
             faults.append("by hand")
 
         send_while(client, fail_over_by_hand, batches=PHASE_BATCHES, after=PHASE_BATCHES // 4)
@@ -91,11 +84,11 @@ def test_failovers_under_ingest_lose_and_double_nothing_with_wait(
 
         def kill_and_rejoin() -> None:
             second.kill()
-            wait_until(lambda: replication(first)["role"] == "master", "promoted")
+            wait_for(lambda: replication(first)["role"] == "master", "promoted")
             # Until the killed node rejoins as the new master's replica, WAIT cannot be met:
             # clients get 503 and retry, as for a down Redis.
             second.start()
-            wait_until(lambda: is_master_with_replica(first), "rejoined as its replica")
+            wait_for(lambda: is_master_with_replica(first), "rejoined as its replica")
             faults.append("killed")
 
         send_while(client, kill_and_rejoin, batches=PHASE_BATCHES, after=PHASE_BATCHES // 4)
@@ -146,7 +139,7 @@ def lose_an_acknowledged_batch(
     master: RedisServer, replica: RedisServer, api: Api, api_wait: Api
 ) -> None:
     config_id, token = api.create_campaign(), api.create_token()
-    wait_until(lambda: copied(master), "the registry copied to the replica")
+    wait_for(lambda: copied(master), "the registry copied to the replica")
     replica.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
     try:
         fill_replication_buffer(master)
@@ -160,12 +153,12 @@ def lose_an_acknowledged_batch(
     assert acknowledged.status_code == 202
     with redis.Redis(port=replica.port) as promoted:
         promoted.cluster("FAILOVER", "TAKEOVER")
-        wait_until(lambda: replication(replica)["role"] == "master", "promoted")
+        wait_for(lambda: replication(replica)["role"] == "master", "promoted")
         # Asynchronous replication: the acknowledged batch died with its master.
         assert promoted.xlen(STREAM) == 0
         assert not promoted.exists(keys.idempotency("colors", 0, "acknowledged"))
     master.start()  # it rejoins as the new master's replica, so WAIT can be met again
-    wait_until(lambda: is_master_with_replica(replica), "rejoined as its replica")
+    wait_for(lambda: is_master_with_replica(replica), "rejoined as its replica")
     # Retried under its key as a client does: a 503 while the rejoined replica still syncs
     # (WAIT times out) changes nothing; the first 202 stores it, and only once.
     answers: list[Any] = []
@@ -174,7 +167,7 @@ def lose_an_acknowledged_batch(
         answers.append(api_wait.post_reports(token, batch(config_id, [1, 2]), key="refused"))
         return bool(answers[-1].status_code != 503)
 
-    wait_until(retry, "the retried batch acknowledged")
+    wait_for(retry, "the retried batch acknowledged")
     retried = answers[-1]
     assert retried.status_code == 202 and retried.json() == {"accepted": 2, "duplicate": False}
     again = api_wait.post_reports(token, batch(config_id, [1, 2]), key="refused")

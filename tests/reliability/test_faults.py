@@ -6,7 +6,6 @@ acknowledged batch is stored exactly once."""
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 import redis
 from load_clients import BATCHES, assert_exactly_once, send_while, setup
 from served_collector import served
+from waiting import wait_for
 
 from ldptel.store.redis_server import RedisServer
 
@@ -32,10 +32,7 @@ def test_redis_killed_under_load_loses_no_acknowledged_batch(tmp_path: Path, fsy
                 first.kill()
                 # Restarted once clients are told to retry (before it, a quick restart can
                 # hide inside the collector's one reconnect attempt).
-                deadline = time.monotonic() + 30
-                while 503 not in client.statuses:
-                    assert time.monotonic() < deadline, "no 503 while Redis was down"
-                    time.sleep(0.01)
+                wait_for(lambda: 503 in client.statuses, "a 503 while Redis was down")
                 second = RedisServer(data_dir, port=first.port, **options)  # type: ignore[arg-type]
                 restarted.append(second.start())
 
@@ -61,10 +58,7 @@ def test_the_master_killed_under_load_loses_and_doubles_nothing(
             collector.process.send_signal(signal.SIGKILL)
             collector.process.wait()
             # Orphaned workers notice their parent is gone and exit, releasing the port.
-            deadline = time.monotonic() + 30
-            while any(alive(pid) for pid in workers):
-                assert time.monotonic() < deadline, "orphaned workers still running"
-                time.sleep(0.05)
+            wait_for(lambda: not any(alive(pid) for pid in workers), "the orphaned workers left")
             replacement = served(redis_url, tmp_path, port=collector.port)
             again.append(replacement)
             replacement.__enter__()
