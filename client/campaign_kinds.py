@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from ldptel.client.oracles.auto import (
     choose_oracle,
 )
 from ldptel.client.oracles.base import check_int
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11+
+    from typing_extensions import Self
 
 #: Open-domain campaigns: the largest max_length (UTF-8 bytes). The report carries only a
 #: hash, so the length costs nothing on the wire; it bounds what candidates need to cover.
@@ -119,24 +122,31 @@ class Categorical:
 
 
 @dataclass(frozen=True, kw_only=True)
-class OpenDomain:
-    """Free-text values of at most `max_length` UTF-8 bytes (NFC), reported as an item key
-    by a hashing oracle (OPEN_DOMAIN_ORACLES); a report estimates candidate strings."""
+class _FreeText:
+    """What the two free-text kinds share: values of at most `max_length` UTF-8 bytes (NFC),
+    and no domain, other label or levels."""
 
-    tag: ClassVar[str] = "open_domain"
     exact_refused: ClassVar[str | None] = None
     max_length: int
 
     @classmethod
-    def claims(cls, data: Mapping[str, Any]) -> bool:
-        return "max_length" in data and data.get("oracle") != PrefixExtendingMethod.name
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, stored: bool) -> OpenDomain:
+    def from_dict(cls, data: Mapping[str, Any], *, stored: bool) -> Self:
         return cls(max_length=_check_open_domain(data))
 
     def json_fields(self) -> dict[str, Any]:
         return {"max_length": self.max_length}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenDomain(_FreeText):
+    """Free text reported as an item key by a hashing oracle (OPEN_DOMAIN_ORACLES); a
+    report estimates candidate strings."""
+
+    tag: ClassVar[str] = "open_domain"
+
+    @classmethod
+    def claims(cls, data: Mapping[str, Any]) -> bool:
+        return "max_length" in data and data.get("oracle") != PrefixExtendingMethod.name
 
     def resolve(
         self, oracle: str, epsilon: float, params: dict[str, Any], choice: object
@@ -153,24 +163,15 @@ class OpenDomain:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Discovery:
-    """Free-text values whose heavy hitters are discovered with no candidate list: the
-    Prefix Extending Method (oracle "pem", client/discovery/pem.py) over `max_length`."""
+class Discovery(_FreeText):
+    """Free text whose heavy hitters are discovered with no candidate list: the Prefix
+    Extending Method (oracle "pem", client/discovery/pem.py) over `max_length`."""
 
     tag: ClassVar[str] = "discovery"
-    exact_refused: ClassVar[str | None] = None
-    max_length: int
 
     @classmethod
     def claims(cls, data: Mapping[str, Any]) -> bool:
         return "max_length" in data and data.get("oracle") == PrefixExtendingMethod.name
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, stored: bool) -> Discovery:
-        return cls(max_length=_check_open_domain(data))
-
-    def json_fields(self) -> dict[str, Any]:
-        return {"max_length": self.max_length}
 
     def resolve(
         self, oracle: str, epsilon: float, params: dict[str, Any], choice: object
