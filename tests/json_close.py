@@ -1,6 +1,7 @@
-"""JSON documents equal but for the last bits of their floats: numpy's SIMD kernels (exp, log,
-power) differ by an ulp between CPUs (AVX-512 or not), so a document of float results written
-on one machine is read on another within 1e-12 relative, not byte for byte."""
+"""JSON documents equal but for the last bits of their floats: OpenBLAS picks its kernels by
+CPU (OPENBLAS_CORETYPE), and a matrix product's last bit differs between them (this AMD EPYC
+against the SkylakeX kernel the goldens were written with), so a document of estimates
+written on one machine is read on another within 1e-12 relative, not byte for byte."""
 
 from __future__ import annotations
 

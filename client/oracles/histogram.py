@@ -159,6 +159,7 @@ class GridNoise:
             raise ParameterError("noise", "total is not the sum of the table's weights")
         self.masses = {x: self._output_masses(x) for x in (0, resolution)}
         self.outputs = np.arange(-self.clamp, self.clamp + 1, dtype=np.int64)
+        self.moments = {x: self._moments(x) for x in (0, resolution)}
         #: The narrowest integer type holding every reported value (see TableSampler).
         self.report_dtype = narrowest_int(np.array([self.clamp]))
 
@@ -175,12 +176,22 @@ class GridNoise:
         """P(z = k | input x) for k = -M..M, x in {0, R}."""
         return self.masses[x] / float(self.total)
 
+    # Exact in integers, then one correctly rounded division: the same float on every CPU (a
+    # float dot product is BLAS's, whose kernels differ by CPU in the last bit, and `auto`
+    # records these variances in the config its id hashes).
     def mean(self, x: int) -> float:
-        return float(np.dot(self.outputs.astype(np.float64), self.probabilities(x)))
+        return self.moments[x][0] / self.total
 
     def variance(self, x: int) -> float:
-        centered = self.outputs.astype(np.float64) - self.mean(x)
-        return float(np.dot(centered * centered, self.probabilities(x)))
+        # Var = E[z^2] - E[z]^2 = (S2 total - S1^2) / total^2, S_j = sum_k k^j m_k.
+        first, second = self.moments[x]
+        return (second * self.total - first * first) / (self.total * self.total)
+
+    def _moments(self, x: int) -> tuple[int, int]:
+        """(sum_k k m_k, sum_k k^2 m_k) over the integer masses of input x, as Python ints."""
+        outputs, masses = self.outputs.tolist(), self.masses[x].tolist()
+        first = sum(k * m for k, m in zip(outputs, masses, strict=True))
+        return first, sum(k * k * m for k, m in zip(outputs, masses, strict=True))
 
     def exceed(self, x: int, thresholds: NDArray[np.int64]) -> NDArray[np.float64]:
         """P(z > t | input x) for each integer threshold t (summed exactly in integers)."""

@@ -1,8 +1,8 @@
 """Golden window documents: one per report kind, built from seeded reports through the real
 stream, shard step and report builder, must match tests/aggregator/golden/ byte for byte on a
 machine like the one that wrote them; elsewhere their floats may differ in the last bits
-(tests/json_close.py: numpy's SIMD kernels differ by an ulp between CPUs) and must agree to
-1e-12, every other value exactly.
+(tests/json_close.py: OpenBLAS's kernels, picked by CPU, differ in the last bit) and must agree
+to 1e-12, every other value exactly.
 
 They hold a refactor of the report path to its output. A change that alters a document on
 purpose regenerates them (and says why in its commit):
@@ -150,5 +150,5 @@ def test_the_window_document_is_unchanged(redis_client: Any, kind: str) -> None:
     if os.environ.get("LDPTEL_UPDATE_GOLDENS") == "1":
         GOLDEN.mkdir(exist_ok=True)
         path.write_text(text)
-    if path.read_text() != text:  # another CPU's numpy: the same document to 1e-12
+    if path.read_text() != text:  # another CPU's BLAS kernels: the same document to 1e-12
         assert_json_close(path.read_text(), text)

@@ -3,7 +3,10 @@ from the flat JSON a config has always had, so every config keeps its id.
 
 kind_configs.json was written by the code before the kinds existed (commit 7217402, one
 CampaignConfig class with optional fields): for configs of every kind, their canonical JSON,
-id and legacy id as created, and for invalid configs the field and reason of the error."""
+id and legacy id as created, and for invalid configs the field and reason of the error.
+Two cases were written again since: cat-auto and cat-auto-limit record SHE's variance, which
+was a BLAS dot product whose last bit depended on the CPU and is now exact in integers
+(client/oracles/histogram.py), so their ids are the same on every machine."""
 
 from __future__ import annotations
 
@@ -13,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from json_close import assert_json_close
 
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.campaign_kinds import (
@@ -36,14 +38,13 @@ PREFIXES = {"cat": Categorical, "open": OpenDomain, "pem": Discovery, "num": Num
 def test_every_kind_keeps_the_canonical_json_and_ids_it_had(case: dict[str, Any]) -> None:
     config = CampaignConfig.from_dict(case["input"]).as_created()
     assert isinstance(config.kind, PREFIXES[case["input"]["name"].split("-")[0]])
+    assert config.canonical_json() == case["canonical"]
+    assert (config.config_id, config.legacy_config_id) == (
+        case["config_id"],
+        case["legacy_config_id"],
+    )
     stored = CampaignConfig.from_dict(json.loads(case["canonical"]), stored=True)
-    assert stored.canonical_json() == case["canonical"]
-    assert stored.config_id == case["config_id"]
-    if config.canonical_json() == case["canonical"]:
-        assert config == stored and config.legacy_config_id == case["legacy_config_id"]
-    else:  # an auto choice's recorded variances, from another CPU's numpy (tests/json_close.py)
-        assert "oracle_choice" in case["canonical"]
-        assert_json_close(case["canonical"], config.canonical_json())
+    assert stored == config and stored.config_id == case["config_id"]
 
 
 @pytest.mark.parametrize("case", CASES["invalid"], ids=lambda c: "-".join(c["error"])[:60])
