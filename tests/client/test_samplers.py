@@ -387,6 +387,7 @@ def test_one_reports_bit_vector_has_the_exact_rate(prob: float) -> None:
     assert max(abs(z) for z in rate_and_pair_z(bits, prob)) < stats.norm.isf(OS_ALPHA / 4)
     assert not samplers.bernoulli_bits_one(0.0, 64).any()
     assert samplers.bernoulli_bits_one(1.0, 64).all()
-    large = samplers.bernoulli_bits_one(prob, 1 << 18)  # the numpy continuation
-    assert large.size == 1 << 18
-    assert abs(rate_and_pair_z(large, prob)[0]) < stats.norm.isf(OS_ALPHA / 4)
+    # Also 2^20 bits from vectors above BITS_ONE_MAX (the numpy continuation).
+    large = np.concatenate([samplers.bernoulli_bits_one(prob, 1 << 18) for _ in range(4)])
+    assert large.size == 1 << 20
+    assert max(abs(z) for z in rate_and_pair_z(large, prob)) < stats.norm.isf(OS_ALPHA / 4)
