@@ -114,8 +114,9 @@ class Sender:
         """(Under the state lock) a report was committed; True if the sender should be woken
         (the first unsent report, a batch just full, a checkpoint due, or no thread yet).
         Once, as the batch fills: while the sender backs off (offline) every later report
-        would wake it for a round that posts nothing (the spool's bounds, a checkpoint: 2-5x
-        report()'s own CPU, benchmarks/README.md); it naps at most MAX_NAP between rounds."""
+        would wake it for a round that posts nothing (the spool's bounds, a checkpoint: the
+        process's CPU 68-72 instead of 57 us a report, benchmarks/README.md); it naps at most
+        MAX_NAP between rounds, so a wake lost to its wait()/clear() costs at most that."""
         self._unsent += 1
         self._since_checkpoint += 1
         return (
