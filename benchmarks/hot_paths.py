@@ -16,10 +16,11 @@
 CPU time of this process (time.process_time), interleaved, median of 3 repetitions; compare
 the ratios of one run, not absolute times across runs (the machine is shared). `--before REV`
 runs the sections on the library of commit REV (`git archive`) and on this checkout, in child
-processes taking turns (before, after, three times), and prints each figure's medians.
+processes taking turns (before, after, three times, or --turns N), and prints each figure's
+medians.
 
     .venv/bin/python benchmarks/hot_paths.py [decode|sketch|device|offline|idle|pass ...] [--json]
-        [--before REV]
+        [--before REV [--turns N]]
 """
 
 from __future__ import annotations
@@ -429,15 +430,17 @@ SECTIONS = {
 }
 
 
-def before_after(rev: str, sections: list[str]) -> dict[str, list[dict[str, Any]]]:
+def before_after(
+    rev: str, sections: list[str], turns: int = REPEATS
+) -> dict[str, list[dict[str, Any]]]:
     """Each section on commit `rev`'s library and on this checkout's, in child processes
-    taking turns, REPEATS times; per row, each numeric figure's median before and after."""
+    taking turns `turns` times; per row, each numeric figure's median before and after."""
     root = Path(__file__).resolve().parents[1]
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as old:
         archive = subprocess.run(["git", "archive", rev], cwd=root, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
-        for _ in range(REPEATS):
+        for _ in range(turns):
             for name, tree in (("before", old), ("after", str(root))):
                 command = [sys.executable, str(Path(__file__).resolve()), *sections, "--json"]
                 env = {**os.environ, "PYTHONPATH": tree}  # cwd too: it precedes PYTHONPATH
@@ -474,11 +477,12 @@ def main() -> None:
     parser.add_argument("sections", nargs="*", choices=[[], *SECTIONS], default=list(SECTIONS))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--before", metavar="REV", help="compare with commit REV's library")
+    parser.add_argument("--turns", type=int, default=REPEATS, help="--before's turns each")
     args = parser.parse_args()
     load = os.getloadavg()
     sections = args.sections or list(SECTIONS)
     if args.before:
-        results = before_after(args.before, sections)
+        results = before_after(args.before, sections, args.turns)
     else:
         results = {name: SECTIONS[name]() for name in sections}
     if args.json:
