@@ -8,16 +8,19 @@
 - device: one report of an open-domain string (cms, hcms, olh, pem) and OUE at d = 65,536,
   `oracle.perturb*` alone and through `Reporter.report` (SQLite spool included), beside DE at
   d = 64 (scalar draws of a few bytes: the report() path's own floor);
+- offline: report() with the collector unreachable, this thread's CPU beside the process's
+  (the sender's rounds);
 - pass: one aggregator `Worker` pass over 200,000 OUE reports at d = 1,024 on a private
   redis-server: worker CPU (user and kernel), redis-server CPU, wall time, minor page faults.
 
 CPU time of this process (time.process_time), interleaved, median of 3 repetitions; compare
 the ratios of one run, not absolute times across runs (the machine is shared). `--before REV`
 runs the sections on the library of commit REV (`git archive`) and on this checkout, in child
-processes taking turns (before, after, three times), and prints each figure's medians.
+processes taking turns (before, after, three times, or --turns N), and prints each figure's
+medians.
 
-    .venv/bin/python benchmarks/hot_paths.py [decode|sketch|device|idle|pass ...] [--json]
-        [--before REV]
+    .venv/bin/python benchmarks/hot_paths.py [decode|sketch|device|offline|idle|pass ...] [--json]
+        [--before REV [--turns N]]
 """
 
 from __future__ import annotations
@@ -219,7 +222,7 @@ def sketch_rows(sizes: tuple[int, ...] = (1000, 100_000)) -> list[dict[str, Any]
 # -- on the device -----------------------------------------------------------------------------
 
 
-def offline_reporter(state_dir: Path, data: dict[str, Any]) -> Reporter:
+def offline_reporter(state_dir: Path, data: dict[str, Any], batch_size: int = 5000) -> Reporter:
     config = CampaignConfig.from_dict(
         {**data, "reports_per_window": 1_000_000, "lifetime_epsilon": 1e9}
     )
@@ -228,7 +231,7 @@ def offline_reporter(state_dir: Path, data: dict[str, Any]) -> Reporter:
         closed_port_url(),
         "bench-token",
         state_dir=state_dir,
-        batch_size=5000,
+        batch_size=batch_size,
         max_batch_age=3600.0,
         max_spool_rows=10_000_000,
         max_spool_bytes=1 << 34,
@@ -293,6 +296,33 @@ def device_row(state_dir: Path, data: dict[str, Any], calls: int) -> dict[str, A
         "perturb_cpu_us": statistics.median(alone),
         "report_cpu_us": statistics.median(whole),
     }
+
+
+def offline_rows(calls: int = 3000) -> list[dict[str, Any]]:
+    """report() of DE (d = 64) with the collector unreachable (the sender backing off) and
+    the default batch_size (500), `calls` reports spooled first: per call, this thread's
+    CPU and the whole process's (the sender's rounds too), medians of REPEATS runs."""
+    data = {"name": "de", "oracle": "de", "epsilon": 1.0, "domain": LABELS_64}
+    thread, process = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        reporter = offline_reporter(Path(tmp), data, batch_size=500)
+        for _ in range(calls):
+            reporter.report("de", "v1")
+        for _ in range(REPEATS):
+            thread0, process0 = time.thread_time(), time.process_time()
+            for _ in range(calls):
+                reporter.report("de", "v1")
+            thread.append((time.thread_time() - thread0) / calls * 1e6)
+            process.append((time.process_time() - process0) / calls * 1e6)
+        reporter.close(timeout=0)
+    return [
+        {
+            "oracle": "de",
+            "d": 64,
+            "report_thread_cpu_us": statistics.median(thread),
+            "report_process_cpu_us": statistics.median(process),
+        }
+    ]
 
 
 # -- the aggregator's pass over idle campaigns ----------------------------------------------
@@ -394,20 +424,23 @@ SECTIONS = {
     "decode": decode_rows,
     "sketch": sketch_rows,
     "device": device_rows,
+    "offline": offline_rows,
     "idle": idle_rows,
     "pass": pass_rows,
 }
 
 
-def before_after(rev: str, sections: list[str]) -> dict[str, list[dict[str, Any]]]:
+def before_after(
+    rev: str, sections: list[str], turns: int = REPEATS
+) -> dict[str, list[dict[str, Any]]]:
     """Each section on commit `rev`'s library and on this checkout's, in child processes
-    taking turns, REPEATS times; per row, each numeric figure's median before and after."""
+    taking turns `turns` times; per row, each numeric figure's median before and after."""
     root = Path(__file__).resolve().parents[1]
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as old:
         archive = subprocess.run(["git", "archive", rev], cwd=root, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
-        for _ in range(REPEATS):
+        for _ in range(turns):
             for name, tree in (("before", old), ("after", str(root))):
                 command = [sys.executable, str(Path(__file__).resolve()), *sections, "--json"]
                 env = {**os.environ, "PYTHONPATH": tree}  # cwd too: it precedes PYTHONPATH
@@ -444,11 +477,12 @@ def main() -> None:
     parser.add_argument("sections", nargs="*", choices=[[], *SECTIONS], default=list(SECTIONS))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--before", metavar="REV", help="compare with commit REV's library")
+    parser.add_argument("--turns", type=int, default=REPEATS, help="--before's turns each")
     args = parser.parse_args()
     load = os.getloadavg()
     sections = args.sections or list(SECTIONS)
     if args.before:
-        results = before_after(args.before, sections)
+        results = before_after(args.before, sections, args.turns)
     else:
         results = {name: SECTIONS[name]() for name in sections}
     if args.json:

@@ -20,12 +20,13 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.randomness import Rng, SecureRandom, secure_bytes
+from ldptel.client.randomness import Rng, secure_bytes
 
 #: Blocks of TableSampler's guide: one 16-bit uniform picks a block.
 GUIDE_BLOCKS = 1 << 16
@@ -34,9 +35,13 @@ GUIDE_BLOCKS = 1 << 16
 #: batches for 2 <= k <= 16; the fix-up ~2x faster per report from k ~ 30, in batches from
 #: k ~ 60, and at d = 65,536, k = 17,625 one report takes 0.7 ms against Floyd's 198).
 FLOYD_MAX_SIZE = 16
-#: bernoulli_bits_one continues its undecided coins in Python up to this many bits (16 of
-#: them expected); more go through sample_bernoulli.
+#: bernoulli_bits_one finds the bytes equal to the first digit with bytes.find up to this
+#: many bits (16 of them expected), with numpy above.
 BITS_ONE_MAX = 4096
+#: bernoulli_bits_one reads size / SPARE_PER_BYTE + SPARE_BYTES bytes beyond its first
+#: digits for the continuations (size / 256 expected, each mostly one byte).
+SPARE_PER_BYTE = 64
+SPARE_BYTES = 16
 #: The start of a subset: Bernoulli(a / 2^b) bits with b at most this (b random words per 64).
 MAX_START_BITS = 8
 #: Costs of the start's random words, of a fix-up draw and of a flip, ns (measured with the
@@ -150,26 +155,62 @@ def _below_digits(digits: tuple[int, ...]) -> bool:
 
 def bernoulli_bits_one(prob: float, size: int) -> NDArray[np.bool_]:
     """`size` independent bits, each 1 with probability exactly `prob`, from the client's
-    CSPRNG: sample_bernoulli's comparison with one read of `size` bytes for the first digit,
-    and each byte equal to it (probability 1/256) continued one byte at a time from the
-    second digit (`bernoulli_one`'s loop): one report's bit vector without numpy's
-    per-call overhead of a batch. Above BITS_ONE_MAX bits, sample_bernoulli's vectorized
-    continuation (the same law) is cheaper than ~size / 256 steps of Python."""
-    if size > BITS_ONE_MAX:
-        return sample_bernoulli(SecureRandom(), prob, size)
+    CSPRNG: sample_bernoulli's comparison (a byte below the first digit gives 1, above it
+    0, equal continues from the second digit) with one read of `size` bytes and spare
+    ones, from which the continuations take theirs in turn (each byte used once, more read
+    if they run out): one report's bit vector without numpy's per-call overhead of a
+    batch. The ~size / 256 bytes equal to the first digit are found by bytes.find up to
+    BITS_ONE_MAX bits; above it their second digits are compared at once in numpy."""
     if prob >= 1.0:
         return np.ones(size, dtype=bool)
     digits = base256_digits(max(prob, 0.0))
     if not digits:
         return np.zeros(size, dtype=bool)
-    raw = secure_bytes(size)
-    bits = np.frombuffer(raw, dtype=np.uint8) < digits[0]
-    first, rest = bytes(digits[:1]), digits[1:]
-    index = raw.find(first)
-    while index >= 0:  # ~size / 256 of them: bytes.find beats numpy's nonzero here
-        bits[index] = _below_digits(rest)
-        index = raw.find(first, index + 1)
+    raw = secure_bytes(size + size // SPARE_PER_BYTE + SPARE_BYTES)
+    draws = np.frombuffer(raw, dtype=np.uint8, count=size)
+    bits = draws < digits[0]
+    if len(digits) == 1:  # equal through the last digit: U >= prob
+        return bits
+    spare = raw[size:]
+    positions: Iterable[int]
+    if size > BITS_ONE_MAX:
+        undecided = np.flatnonzero(draws == digits[0])
+        if len(spare) < undecided.size:
+            spare = secure_bytes(undecided.size + SPARE_BYTES)
+        second = np.frombuffer(spare, dtype=np.uint8, count=undecided.size)
+        bits[undecided[second < digits[1]]] = True
+        positions = undecided[second == digits[1]].tolist()  # ~size / 65,536
+        spare, digits = spare[undecided.size :], digits[1:]
+    else:
+        positions = _positions(raw, digits[0], size)
+    _continue_each(bits, positions, digits[1:], spare)
     return bits
+
+
+def _positions(data: bytes, byte: int, end: int) -> Iterator[int]:
+    """The positions of `byte` in data[:end] (bytes.find: for a few, cheaper than numpy)."""
+    index = data.find(byte, 0, end)
+    while index >= 0:
+        yield index
+        index = data.find(byte, index + 1, end)
+
+
+def _continue_each(
+    bits: NDArray[np.bool_], positions: Iterable[int], digits: tuple[int, ...], spare: bytes
+) -> None:
+    """Decide each undecided bit at `positions` from the next digit on: the next unused
+    byte of `spare` (read afresh when used up) below the digit gives 1, above it 0, equal
+    goes on to the following digit (equal through the last: 0, as the bit already is)."""
+    used = 0
+    for index in positions:
+        for digit in digits:
+            if used == len(spare):
+                spare, used = secure_bytes(SPARE_BYTES), 0
+            byte = spare[used]
+            used += 1
+            if byte != digit:
+                bits[index] = byte < digit
+                break
 
 
 def uniform_below_one(upper: int) -> int:

@@ -112,13 +112,17 @@ class Sender:
     # -- what the Reporter calls -------------------------------------------------------------
     def spooled(self) -> bool:
         """(Under the state lock) a report was committed; True if the sender should be woken
-        (the first unsent report, a full batch, a checkpoint due, or no thread yet)."""
+        (the first unsent report, a batch just full, a checkpoint due, or no thread yet).
+        Once, as the batch fills: while the sender backs off (offline) every later report
+        would wake it for a round that posts nothing (the spool's bounds, a checkpoint: the
+        process's CPU 68-72 instead of 57 us a report, benchmarks/README.md); it naps at most
+        MAX_NAP between rounds, so a wake lost to its wait()/clear() costs at most that."""
         self._unsent += 1
         self._since_checkpoint += 1
         return (
             self._thread is None
             or self._unsent == 1
-            or self._unsent >= self._batch_limit
+            or self._unsent == self._batch_limit
             or self._since_checkpoint >= CHECKPOINT_EVERY
         )
 

@@ -30,8 +30,8 @@ from ldptel.client.oracles.base import (
     check_reports,
 )
 from ldptel.client.oracles.batch_decode import decode_base64_column
-from ldptel.client.randomness import Rng, SecureRandom
-from ldptel.client.samplers import bernoulli_one, sample_bernoulli
+from ldptel.client.randomness import Rng
+from ldptel.client.samplers import bernoulli_bits_one, bernoulli_one, sample_bernoulli
 
 #: BYTE_BITS[b] is the 8 bits of byte value b, most significant first (packbits' order).
 BYTE_BITS: NDArray[np.int64] = np.unpackbits(
@@ -252,7 +252,7 @@ class UnaryEncoding(PureOracle):
     def perturb_one(self, value: int) -> WireReport:
         # perturb_unary's law for one report: d q-coins (one CSPRNG read), the true bit's
         # replaced by a p-coin.
-        bits = sample_bernoulli(SecureRandom(), self.q, self.domain_size)
+        bits = bernoulli_bits_one(self.q, self.domain_size)
         bits[value] = bernoulli_one(self.p)
         return {
             "bits": binascii.b2a_base64(np.packbits(bits).tobytes(), newline=False).decode("ascii")

@@ -348,21 +348,38 @@ def test_one_integer_below_any_bound_is_uniform_and_in_range() -> None:
 def test_one_reports_bit_vector_compares_bytes_with_the_digits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # bernoulli_bits_one: one read for the first digit (68 for 0.2689...), each byte equal
-    # to it continued from the second digit, one byte at a time.
+    # bernoulli_bits_one: one read, the first digit (68 for 0.2689...) against the first
+    # `size` bytes, each byte equal to it continued from the second digit with the spare
+    # bytes after them, in turn.
     prob = 0.2689414213699951
     second = samplers.base256_digits(prob)[1]
-    monkeypatch.setattr(samplers, "secure_bytes", lambda n: bytes([67, 68, 69, 68, 0]))
-    feed = iter([second - 1, second + 1])
-    monkeypatch.setattr(samplers.os, "urandom", lambda n: bytes([next(feed)]))
+    read = bytes([67, 68, 69, 68, 0, second - 1, second + 1])
+    monkeypatch.setattr(samplers, "secure_bytes", lambda n: read.ljust(n, b"\xff"))
     bits = samplers.bernoulli_bits_one(prob, 5)
     assert bits.tolist() == [True, True, False, False, True]
 
 
+def test_a_large_bit_vector_continues_its_equal_bytes_in_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Above BITS_ONE_MAX bits the second digits are compared at once (the spare bytes in
+    # the order of the positions), the bytes equal to it again one at a time (the next
+    # spare bytes), a spare byte never used twice.
+    prob = 0.2689414213699951
+    first, second, third = samplers.base256_digits(prob)[:3]
+    size = samplers.BITS_ONE_MAX + 4
+    draws = bytes([first, first, first, first - 1]) + bytes([255]) * (size - 4)
+    spare = bytes([second - 1, second, second + 1, third + 1])
+    monkeypatch.setattr(samplers, "secure_bytes", lambda n: (draws + spare).ljust(n, b"\0"))
+    bits = samplers.bernoulli_bits_one(prob, size)
+    assert bits[:5].tolist() == [True, False, False, True, False]
+    assert not bits[5:].any()
+
+
 @pytest.mark.parametrize("prob", [0.2689414213699951, 0.25, 0.0003])
 def test_one_reports_bit_vector_has_the_exact_rate(prob: float) -> None:
-    # 2^20 bits from the client's CSPRNG, 4096 a call (the byte-by-byte continuation; larger
-    # vectors take sample_bernoulli's): a sampler stopping at the first digit is 7.5
+    # 2^20 bits from the client's CSPRNG, 4096 a call (bytes.find's continuation; larger
+    # vectors continue in numpy): a sampler stopping at the first digit is 7.5
     # standard deviations off at 0.2689... (test_rate_check_rejects_... above).
     size = samplers.BITS_ONE_MAX
     bits = np.concatenate([samplers.bernoulli_bits_one(prob, size) for _ in range(256)])
@@ -370,6 +387,7 @@ def test_one_reports_bit_vector_has_the_exact_rate(prob: float) -> None:
     assert max(abs(z) for z in rate_and_pair_z(bits, prob)) < stats.norm.isf(OS_ALPHA / 4)
     assert not samplers.bernoulli_bits_one(0.0, 64).any()
     assert samplers.bernoulli_bits_one(1.0, 64).all()
-    large = samplers.bernoulli_bits_one(prob, 1 << 18)  # through sample_bernoulli
-    assert large.size == 1 << 18
-    assert abs(rate_and_pair_z(large, prob)[0]) < stats.norm.isf(OS_ALPHA / 4)
+    # Also 2^20 bits from vectors above BITS_ONE_MAX (the numpy continuation).
+    large = np.concatenate([samplers.bernoulli_bits_one(prob, 1 << 18) for _ in range(4)])
+    assert large.size == 1 << 20
+    assert max(abs(z) for z in rate_and_pair_z(large, prob)) < stats.norm.isf(OS_ALPHA / 4)
