@@ -369,9 +369,8 @@ class CampaignConfig:
     def build_oracle(self, epsilon: float | None = None, level: str = "") -> FrequencyOracle:
         """The frequency oracle of a categorical campaign (`build_mechanism`)."""
         if not isinstance(self.kind, Categorical):
-            raise ParameterError(
-                "oracle", f"campaign {self.name!r} is {self.kind.tag} (build_mechanism)"
-            )
+            builder = "build_open" if isinstance(self.kind, OpenDomain) else "build_mechanism"
+            raise ParameterError("oracle", f"campaign {self.name!r} is {self.kind.tag} ({builder})")
         params = {**self.params, **self.level_params.get(level, {})}
         return self.kind.build(self.oracle, self.epsilon if epsilon is None else epsilon, params)
 

@@ -66,6 +66,8 @@ SKETCHES: dict[str, type[SketchOracle]] = {
     "cms": CountMeanSketch,
     "hcms": HadamardCountMeanSketch,
 }
+#: The parameters a config serves each sketch (its derived_params).
+SERVED = {"cms": ("p", "q"), "hcms": ("f",)}
 #: Defaults: 32 candidates kept per step and one byte per step (16 groups for 16-byte
 #: values); a sketch of k = 1024 rows (the fixed hash family's term is then small, see
 #: KeySketch.family_variance) by m = 256 columns (the collision term (n - n_v)/(m - 1)
@@ -212,7 +214,11 @@ class PrefixExtendingMethod(ReportMechanism):
         if self.sketch not in KEY_SKETCHES:
             raise ParameterError("sketch", f"must be one of {', '.join(KEY_SKETCHES)}")
         # The sketch's probabilities as the config serves them (cms: p, q; hcms: f), else
-        # derived from epsilon by the sketch; the sketch refuses any other name.
+        # derived from epsilon by the sketch; any other name is refused as the sketch over
+        # labels refused it (SKETCHES: the error configs have always given).
+        for name in sorted(set(served) - set(SERVED[self.sketch])):
+            cls = SKETCHES[self.sketch].__name__
+            raise TypeError(f"{cls}.__init__() got an unexpected keyword argument {name!r}")
         self.params: dict[str, Any] = {"epsilon": epsilon, "k": k, "m": m, **served}
         #: The sketch of every group, over the prefixes' item keys (one hash family; the
         #: groups' sketches are separate, so prefixes of different lengths never share one).
