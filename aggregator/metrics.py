@@ -29,7 +29,9 @@ from prometheus_client import (
 )
 
 from ldptel.aggregator.alerts import AlertSettings, CampaignAlerts, campaign_alerts
+from ldptel.aggregator.shard import stream_entries
 from ldptel.store import keys
+from ldptel.store.connection import RedisClient, text
 from ldptel.store.registry import Registry
 
 
@@ -46,7 +48,7 @@ log = logging.getLogger("ldptel.aggregator")
 MAX_SEQ = 2**64 - 1
 
 
-def unapplied_entries(client: Any, name: str, shard: int) -> int:
+def unapplied_entries(client: RedisClient, name: str, shard: int) -> int:
     """Entries of a shard's stream after its checkpoint, exactly, in two reads per window.
 
     The ingest script numbers the entries of one id millisecond consecutively (`<ms>-0`,
@@ -54,12 +56,13 @@ def unapplied_entries(client: Any, name: str, shard: int) -> int:
     millisecond group after the checkpoint holds last seq - first seq + 1 entries."""
     stream = keys.stream(name, shard)
     checkpoint = client.get(keys.checkpoint(name, shard))
-    start = "(" + checkpoint.decode() if checkpoint is not None else "-"
+    start = "(" + text(checkpoint) if checkpoint is not None else "-"
     total = 0
-    while first := client.xrange(stream, min=start, max="+", count=1):
-        ms, first_seq = (int(part) for part in first[0][0].decode().split("-"))
-        [(last_id, _)] = client.xrevrange(stream, max=f"{ms}-{MAX_SEQ}", min=f"{ms}-0", count=1)
-        total += int(last_id.decode().split("-")[1]) - first_seq + 1
+    while first := stream_entries(client.xrange(stream, min=start, max="+", count=1)):
+        ms, first_seq = (int(part) for part in text(first[0][0]).split("-"))
+        last = client.xrevrange(stream, max=f"{ms}-{MAX_SEQ}", min=f"{ms}-0", count=1)
+        [(last_id, _)] = stream_entries(last)
+        total += int(text(last_id).split("-")[1]) - first_seq + 1
         start = f"({ms}-{MAX_SEQ}"
     return total
 
@@ -139,13 +142,13 @@ class AggregatorMetrics:
         self.ready = False
         self.progress()
 
-    def measure_lag(self, client: Any, registry: Registry) -> None:
+    def measure_lag(self, client: RedisClient, registry: Registry) -> None:
         """Set the lag gauge of every shard of every campaign."""
         for name in registry.names():
             for shard in range(registry.shard_count(name)):
                 self.lag.labels(name, str(shard)).set(unapplied_entries(client, name, shard))
 
-    def measure_alerts(self, client: Any, registry: Registry) -> None:
+    def measure_alerts(self, client: RedisClient, registry: Registry) -> None:
         """Set the estimate and alert gauges from every campaign's latest complete window."""
         now = time.time()
         found = [campaign_alerts(client, name, self.alerts, now) for name in registry.names()]

@@ -11,11 +11,11 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ldptel.client.campaign import NAME_PATTERN
 from ldptel.collector.errors import ApiError
 from ldptel.store import keys
+from ldptel.store.connection import RedisClient, text
 
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_-]{16,256}")  # fullmatch: `$` passes "...\n"
 
@@ -29,7 +29,7 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def create_token(redis: Any, app: str) -> str:
+def create_token(redis: RedisClient, app: str) -> str:
     """Create an ingest token for `app`; returns the token (shown once, stored hashed)."""
     if not NAME_PATTERN.fullmatch(app):
         raise ApiError(400, "app", "must match [a-z0-9][a-z0-9_-]{0,63}", code="invalid")
@@ -39,7 +39,7 @@ def create_token(redis: Any, app: str) -> str:
     return token
 
 
-def revoke_token(redis: Any, token: str) -> bool:
+def revoke_token(redis: RedisClient, token: str) -> bool:
     """Delete an ingest token; False if it did not exist."""
     return revoke_digest(redis, token_hash(token))
 
@@ -140,7 +140,7 @@ class RefusalLimit:
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         limit: RateLimit,
         *,
         delay_seconds: float = 0.0,
@@ -199,7 +199,7 @@ class IngestAuth:
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         *,
         cache_seconds: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
@@ -219,10 +219,10 @@ class IngestAuth:
         app, stored = self.redis.hmget(keys.token(digest), "app", "sha256")
         # The lookup is by digest already; comparing the stored digest in constant time
         # guards against a record filed under the wrong key.
-        if app is None or stored is None or not hmac.compare_digest(stored, digest.encode()):
+        if app is None or stored is None or not hmac.compare_digest(text(stored), digest):
             self._known.pop(digest, None)
             raise ApiError(403, "Authorization", "unknown ingest token", code="forbidden")
-        name = str(app.decode())
+        name = text(app)
         if self.cache_seconds > 0:
             if len(self._known) >= MAX_CACHED_TOKENS:
                 self._known = {k: v for k, v in self._known.items() if v[0] > now}
@@ -243,17 +243,17 @@ class TokenRecord:
         return self.sha256[:12]
 
 
-def list_tokens(redis: Any) -> list[TokenRecord]:
+def list_tokens(redis: RedisClient) -> list[TokenRecord]:
     """Every ingest token's record, by app then id (SCAN: an admin command, not a hot path;
     a cluster client scans every master)."""
     records = []
     for key in redis.scan_iter(match=keys.token("*"), count=1000):
         app, digest = redis.hmget(key, "app", "sha256")
         if app is not None and digest is not None:
-            records.append(TokenRecord(app.decode(), digest.decode()))
+            records.append(TokenRecord(text(app), text(digest)))
     return sorted(records, key=lambda record: (record.app, record.sha256))
 
 
-def revoke_digest(redis: Any, digest: str) -> bool:
+def revoke_digest(redis: RedisClient, digest: str) -> bool:
     """Delete the ingest token with this SHA-256; False if it did not exist."""
     return bool(redis.delete(keys.token(digest)))

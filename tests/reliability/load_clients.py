@@ -91,6 +91,17 @@ def stored(redis_client: Any) -> list[codec.StreamEntry]:
     return [codec.decode(fields) for _, fields in redis_client.xrange(keys.stream("colors", 0))]
 
 
+def assert_none_doubled(client: Client, redis_client: Any) -> None:
+    """Every stored batch is an acknowledged one, stored once: what survives a Redis that lost
+    acknowledged writes (`appendfsync everysec` with its writes postponed)."""
+    entries = stored(redis_client)
+    marks = redis_client.pipeline(transaction=False)
+    for key in client.acknowledged:
+        marks.exists(keys.idempotency("colors", 0, key))
+    assert len(entries) == sum(marks.execute()) <= len(client.acknowledged)
+    assert not any(status >= 500 and status != 503 for status in client.statuses)
+
+
 def assert_exactly_once(client: Client, redis_client: Any) -> None:
     entries = stored(redis_client)
     assert len(entries) == len(client.acknowledged)  # nothing doubled, nothing extra

@@ -1,7 +1,9 @@
 """Faults under load, against `ldptel collector serve`: Redis SIGKILLed and restarted from its
 append-only file (fsync `always` and `everysec`), and the gunicorn master SIGKILLed and the
 collector started again. Clients retry each batch under its key until acknowledged; every
-acknowledged batch is stored exactly once."""
+acknowledged batch is stored exactly once under `always`; under `everysec` Redis may answer
+writes it has not yet written to its AOF (docs/collector.md, "Durability"), and none is
+doubled."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 import redis
-from load_clients import BATCHES, assert_exactly_once, send_while, setup
+from load_clients import BATCHES, assert_exactly_once, assert_none_doubled, send_while, setup
 from served_collector import served
 from waiting import wait_for
 
@@ -19,7 +21,7 @@ from ldptel.store.redis_server import RedisServer
 
 
 @pytest.mark.parametrize("fsync", ["always", "everysec"])
-def test_redis_killed_under_load_loses_no_acknowledged_batch(tmp_path: Path, fsync: str) -> None:
+def test_redis_killed_under_load(tmp_path: Path, fsync: str) -> None:
     data_dir = tmp_path / "redis"
     options = {"appendonly": True, "extra_args": ["--appendfsync", fsync]}
     first = RedisServer(data_dir, **options).start()  # type: ignore[arg-type]
@@ -38,7 +40,10 @@ def test_redis_killed_under_load_loses_no_acknowledged_batch(tmp_path: Path, fsy
 
             send_while(client, kill_and_restart)
             store = redis.Redis.from_url(restarted[0].url)
-            assert_exactly_once(client, store)
+            if fsync == "always":
+                assert_exactly_once(client, store)
+            else:  # Redis may have answered writes not yet in its AOF: none lost is its luck
+                assert_none_doubled(client, store)
             store.close()
     finally:
         for server in restarted:
