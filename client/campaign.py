@@ -378,11 +378,10 @@ class CampaignConfig:
         """The key mechanism of an open-domain campaign with candidates (no domain: a sketch
         or OLH over item keys, client/oracles/keys.py)."""
         if not isinstance(self.kind, OpenDomain):
-            raise ParameterError(
-                "max_length", f"campaign {self.name!r} is {self.kind.tag}, not open_domain"
-            )
-        epsilon = self.epsilon if epsilon is None else epsilon
-        return self.kind.build(self.oracle, epsilon, self.params)
+            raise ParameterError("max_length", f"campaign {self.name!r} is {self.kind.tag}")
+        return self.kind.build(
+            self.oracle, self.epsilon if epsilon is None else epsilon, self.params
+        )
 
     def reporting_epsilon(self, level: str = "") -> float | None:
         """The epsilon a user at `level` randomizes with under the level strategy, or None if
