@@ -228,3 +228,35 @@ def test_no_module_imports_itself_through_others() -> None:
                     seen.add(target)
                     stack.append((target, (*path, target)))
     assert loops == []
+
+
+#: Sizes a reader can hold in mind (issue 25): a module on a screenful of screens, a function
+#: on about one.
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 500, 80
+
+
+def source_files() -> list[Path]:
+    python = [path for layer in RULES for path in (ROOT / layer).rglob("*.py")]
+    return sorted(python + list((ROOT / "client-js" / "src").rglob("*.ts")))
+
+
+def test_no_source_file_is_longer_than_500_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in source_files()
+        if (lines := len(path.read_text().splitlines())) > MAX_FILE_LINES
+    }
+    assert not long
+
+
+def test_no_python_function_is_longer_than_80_lines() -> None:
+    long = {}
+    for path in source_files():
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.name}"] = lines
+    assert not long
