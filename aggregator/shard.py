@@ -21,6 +21,7 @@ from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT, StreamRangeResponse
 
 from ldptel.aggregator.state import StateKey, add_delta, append_log, read_packed, rewrites
+from ldptel.client.campaign import Mechanism
 from ldptel.client.errors import InvalidLevelError, LdptelError
 from ldptel.client.oracles import ReportBatch
 from ldptel.client.oracles.base import ReportLog, ReportMechanism
@@ -53,7 +54,7 @@ class Parsed:
     """A decoded stream entry."""
 
     state: StateKey
-    oracle: ReportMechanism
+    oracle: Mechanism
     n: int
     batch: ReportBatch
 

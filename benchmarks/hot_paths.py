@@ -50,7 +50,7 @@ from ldptel.client.campaign import CampaignConfig
 from ldptel.client.configs import Known, store
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles import batch_decode, histogram, unary
-from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle
+from ldptel.client.oracles.base import FrequencyOracle
 from ldptel.client.oracles.batch_decode import base64_bytes, sixbit_rows
 from ldptel.client.randomness import SecureRandom
 
@@ -102,19 +102,22 @@ DECODE_CASES = (
 )
 
 
-def build(oracle: str, d: int) -> FrequencyOracle:
-    if d == 0:  # an open-domain campaign
+def build(oracle: str, d: int) -> Any:
+    """A categorical campaign's frequency oracle, or (d = 0) an open-domain campaign's
+    mechanism (build_mechanism: a key mechanism, or before issue 25 a keyed oracle at d = 2;
+    `--before` runs this file on either)."""
+    if d == 0:
         data: dict[str, Any] = {"name": "x", "oracle": oracle, "epsilon": 1.0, "max_length": 64}
     else:
         data = {"name": "x", "oracle": oracle, "epsilon": 1.0, "domain": [str(i) for i in range(d)]}
-    built = CampaignConfig.from_dict(data).build_oracle()
-    assert isinstance(built, FrequencyOracle)
+    built = CampaignConfig.from_dict(data).build_mechanism()
+    assert d == 0 or isinstance(built, FrequencyOracle)
     return built
 
 
-def wire_reports(built: FrequencyOracle, n: int) -> list[dict[str, Any]]:
+def wire_reports(built: Any, n: int, open_domain: bool) -> list[dict[str, Any]]:
     rng = np.random.default_rng(1)
-    if isinstance(built, KeyedOracle) and not built.domain_size > 2:
+    if open_domain:
         batch = built.perturb_keys(item_keys(f"w{i}" for i in rng.integers(0, 99, n)), rng)
     else:
         batch = built.perturb_batch(rng.integers(0, built.domain_size, n), rng)
@@ -123,7 +126,7 @@ def wire_reports(built: FrequencyOracle, n: int) -> list[dict[str, Any]]:
 
 def decode_row(oracle: str, d: int, field: str, n: int, loops: int) -> dict[str, Any]:
     built = build(oracle, d)
-    reports = wire_reports(built, n)
+    reports = wire_reports(built, n, d == 0)
     decoded = built.decode(reports)
     # The bytes the wire carries: packed bits, or little-endian int32 values ("z").
     wire = np.ascontiguousarray(decoded[field], dtype="u1" if field == "bits" else "<i4")
@@ -195,8 +198,8 @@ def sketch_rows(sizes: tuple[int, ...] = (1000, 100_000)) -> list[dict[str, Any]
     for n in sizes:
         loops = max(1, 100_000 // n)
         batches: dict[str, tuple[Callable[[], Any], int]] = {}
-        for built in (build("oue", 1024), build("cms", 0), build("hcms", 0)):
-            batch = built.unpack(built.pack(built.decode(wire_reports(built, n))), n)
+        for built, d in ((build("oue", 1024), 1024), (build("cms", 0), 0), (build("hcms", 0), 0)):
+            batch = built.unpack(built.pack(built.decode(wire_reports(built, n, d == 0))), n)
             size = len(built.pack(batch))
             batches[built.name] = (functools.partial(built.support, batch), size)
             if built.name == "cms":

@@ -9,7 +9,7 @@ redis-server, drained by one worker pass, and a window report built for 1,000 ca
 
 - RMSE of the candidates' estimates against the true counts (one run: over the candidates,
   so the sketches' fixed-family offsets are in it), and as a ratio to CMS's;
-- the exact stderr of a candidate nobody holds (sqrt of `variance` at f = 0; the sketches'
+- the exact stderr of a candidate nobody holds (sqrt of `key_variance` at f = 0; the sketches'
   family term is not in it) as a ratio to CMS's;
 - state: MEMORY USAGE of the window state's keys (hash, packed cells or report log);
 - aggregation: reports/s of the worker pass (wall; worker CPU);
@@ -43,7 +43,6 @@ from ldptel.aggregator.state import StateKey
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.hashing import item_keys
-from ldptel.client.oracles.base import KeyedOracle
 from ldptel.store import keys
 from ldptel.store.redis_server import RedisServer
 from ldptel.store.registry import Registry
@@ -70,8 +69,7 @@ def strings(n: int) -> tuple[list[str], NDArray[np.int64]]:
 
 def fill(client: redis.Redis, config: CampaignConfig, values: NDArray[np.uint64]) -> None:
     """The reports of `values` (item keys, in a shuffled order) as 1000-report entries."""
-    oracle = config.build_oracle()
-    assert isinstance(oracle, KeyedOracle)
+    oracle = config.build_open()
     rng = np.random.default_rng(SEED + 1)
     stream = keys.stream(config.name, 0)
     for start in range(0, values.size, 50 * BATCH):
@@ -121,7 +119,7 @@ def measure(url: str, name: str, epsilon: float, n: int) -> dict[str, Any]:
     # Listed items only are in the report: the estimates of all candidates come from the
     # same statistics the report used, recomputed here (not timed).
     estimates = candidate_estimates(client, config, candidates.values)
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     client.flushdb()
     client.close()
     return {
@@ -129,7 +127,7 @@ def measure(url: str, name: str, epsilon: float, n: int) -> dict[str, Any]:
         "epsilon": epsilon,
         "n": n,
         "rmse": float(np.sqrt(np.mean((estimates - truth) ** 2))),
-        "null_stderr": math.sqrt(float(oracle.variance(n, None)[0])),
+        "null_stderr": math.sqrt(float(oracle.key_variance(n, np.zeros(1))[0])),
         "listed": len(report["items"]),
         "threshold": report["discovery"]["threshold"],
         "state_bytes": state_bytes,
@@ -153,15 +151,15 @@ def candidate_estimates(
     )
     from ldptel.aggregator.state import read_log, read_state
     from ldptel.client.oracles.olh import OpenDomainOLH
-    from ldptel.client.oracles.sketch import SketchOracle
+    from ldptel.client.oracles.sketch import KeySketch
 
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     state = StateKey(WINDOW, config.config_id)
     if isinstance(oracle, OpenDomainOLH):
         log = read_log(client, config.name, [0], state, oracle.log_record.itemsize)
         support = log_candidate_support(oracle, log, candidates)
         return log_statistics(oracle, support, log.n, ReportOptions())[0]["estimate"]
-    assert isinstance(oracle, SketchOracle)
+    assert isinstance(oracle, KeySketch)
     n, support = read_state(client, config.name, [0], state, oracle.support_size)
     return open_domain_statistics(oracle, support, n, candidates, ReportOptions())[0]["estimate"]
 

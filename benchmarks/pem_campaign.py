@@ -15,7 +15,7 @@ most 10 bytes, at each epsilon:
   candidate method's best case.
 
 Per campaign: every user's report through the real vectorized client code on a seeded
-generator (`PrefixExtendingMethod.perturb_values`, `SketchOracle.perturb_keys`), packed in
+generator (`PrefixExtendingMethod.perturb_values`, `KeySketch.perturb_keys`), packed in
 1000-report stream entries (the collector's format), then
 
 - "support": the aggregator's counting alone, in this process: unpack every entry and
@@ -71,7 +71,7 @@ from ldptel.client.discovery import PrefixExtendingMethod
 from ldptel.client.discovery.pem import DEFAULT_ROWS
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles.base import ReportMechanism
-from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.oracles.sketch import KeySketch
 from ldptel.store import keys
 from ldptel.store.redis_server import RedisServer
 from ldptel.store.registry import Registry
@@ -128,7 +128,7 @@ def payloads(config: CampaignConfig, values: list[str], seed: int) -> list[bytes
         if isinstance(mechanism, PrefixExtendingMethod):
             batch = mechanism.perturb_values(part, rng)
         else:
-            assert isinstance(mechanism, SketchOracle)
+            assert isinstance(mechanism, KeySketch)
             batch = mechanism.perturb_keys(item_keys(part), rng)
         packed.append(mechanism.pack(batch))
     return packed

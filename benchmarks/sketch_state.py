@@ -31,7 +31,6 @@ from ldptel.aggregator.state import StateKey, read_state
 from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.hashing import item_keys
-from ldptel.client.oracles.sketch import SketchOracle
 from ldptel.store import keys
 from ldptel.store.redis_server import RedisServer
 
@@ -46,8 +45,7 @@ LEASE_MS = 600_000
 def fill(client: redis.Redis, config: CampaignConfig, n: int) -> None:
     """n reports of Zipf-distributed strings, in BATCH-sized entries, each drawn afresh (so
     HCMS's one-cell reports touch as many cells as real ones would)."""
-    oracle = config.build_oracle()
-    assert isinstance(oracle, SketchOracle)
+    oracle = config.build_open()
     rng = np.random.default_rng(0)
     words = item_keys(f"word {i}" for i in range(10_000))
     stream = keys.stream(config.name, 0)
@@ -81,7 +79,7 @@ def measure(url: str, oracle: str, k: int, n: int, entries: int, packed: bool) -
         int(client.memory_usage(key, samples=0) or 0)
         for key in (state.redis_key(config.name, 0), state.cells_key(config.name, 0))
     )
-    size = config.build_oracle().support_size
+    size = config.build_open().support_size
     reads = []
     for _ in range(5):
         started = time.perf_counter()

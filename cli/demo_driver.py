@@ -72,7 +72,7 @@ def post_reports(
 ) -> int:
     """Simulated users randomize their values and post them in batches from a few threads
     (vectorized: one oracle call per batch; a real app would use the Reporter). Open-domain
-    answers are randomized by their item keys (KeyedOracle.perturb_keys), a "pem"
+    answers are randomized by their item keys (KeyMechanism.perturb_keys), a "pem"
     campaign's by PrefixExtendingMethod.perturb_values."""
     from ldptel.client.campaign import CampaignConfig
     from ldptel.client.transport import Transport
@@ -107,13 +107,14 @@ def batch_perturber(
     oracle's vectorized code (answers checked and indexed once, here)."""
     from ldptel.client.discovery import PrefixExtendingMethod
     from ldptel.client.hashing import item_keys
-    from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle
+    from ldptel.client.oracles.base import FrequencyOracle
+    from ldptel.client.oracles.keys import KeyMechanism
 
     if isinstance(oracle, PrefixExtendingMethod):
         texts = [campaign.open_value(a) for a in answers]
         return lambda start, rng: oracle.perturb_values(texts[start : start + BATCH], rng)
     if campaign.open_domain:
-        assert isinstance(oracle, KeyedOracle)
+        assert isinstance(oracle, KeyMechanism)
         keys = item_keys(campaign.open_value(a) for a in answers)
         return lambda start, rng: oracle.perturb_keys(keys[start : start + BATCH], rng)
     assert isinstance(oracle, FrequencyOracle)  # a demo campaign is not numeric

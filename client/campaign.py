@@ -48,7 +48,7 @@ from ldptel.client.levels import (
 from ldptel.client.memoization import MEMO_NONE, MEMO_TREE, check_memoization
 from ldptel.client.multi.wire import BreakdownReports
 from ldptel.client.numeric import NumericMechanism
-from ldptel.client.oracles import FrequencyOracle
+from ldptel.client.oracles import FrequencyOracle, OpenDomainMechanism
 from ldptel.client.oracles.base import check_epsilon, check_int
 from ldptel.client.tree import TreeShape
 from ldptel.client.tree_config import (
@@ -60,11 +60,17 @@ from ldptel.client.tree_wire import TreeReports
 #: What randomizes a campaign's reports: a frequency oracle (a campaign with a `domain`) or a
 #: numeric mechanism (a campaign with a `range`). Both are ReportMechanisms (wire form,
 #: storage, integer support: all the collector and the window state need); the union lets the
-#: SDK and the report builder tell the two kinds apart. An open-domain "pem" campaign's is
-#: PEM's reports (client/discovery/pem.py), a breakdown campaign's its breakdown reports
-#: (client/multi/wire.py): ReportMechanisms too.
+#: SDK and the report builder tell the kinds apart. An open-domain campaign's is a key
+#: mechanism (client/oracles/keys.py: no domain; its state a sketch or, for OLH, a report
+#: log), a "pem" campaign's PEM's reports (client/discovery/pem.py), a breakdown campaign's
+#: its breakdown reports (client/multi/wire.py): WireMechanisms all.
 Mechanism: TypeAlias = (
-    FrequencyOracle | NumericMechanism | PrefixExtendingMethod | TreeReports | BreakdownReports
+    FrequencyOracle
+    | OpenDomainMechanism
+    | NumericMechanism
+    | PrefixExtendingMethod
+    | TreeReports
+    | BreakdownReports
 )
 
 #: Used with fullmatch: "$" would also accept a trailing newline ("name\n").
@@ -361,13 +367,21 @@ class CampaignConfig:
         )
 
     def build_oracle(self, epsilon: float | None = None, level: str = "") -> FrequencyOracle:
-        """The frequency oracle of a categorical or open-domain campaign (`build_mechanism`)."""
-        if not isinstance(self.kind, Categorical | OpenDomain):
-            raise ParameterError(
-                "oracle", f"campaign {self.name!r} is {self.kind.tag} (build_mechanism)"
-            )
+        """The frequency oracle of a categorical campaign (`build_mechanism`)."""
+        if not isinstance(self.kind, Categorical):
+            builder = "build_open" if isinstance(self.kind, OpenDomain) else "build_mechanism"
+            raise ParameterError("oracle", f"campaign {self.name!r} is {self.kind.tag} ({builder})")
         params = {**self.params, **self.level_params.get(level, {})}
         return self.kind.build(self.oracle, self.epsilon if epsilon is None else epsilon, params)
+
+    def build_open(self, epsilon: float | None = None) -> OpenDomainMechanism:
+        """The key mechanism of an open-domain campaign with candidates (no domain: a sketch
+        or OLH over item keys, client/oracles/keys.py)."""
+        if not isinstance(self.kind, OpenDomain):
+            raise ParameterError("max_length", f"campaign {self.name!r} is {self.kind.tag}")
+        return self.kind.build(
+            self.oracle, self.epsilon if epsilon is None else epsilon, self.params
+        )
 
     def reporting_epsilon(self, level: str = "") -> float | None:
         """The epsilon a user at `level` randomizes with under the level strategy, or None if
@@ -392,7 +406,7 @@ class CampaignConfig:
     def level_mechanism(self, level: str = "") -> Mechanism | None:
         """`level_oracle`, or the mechanism of a kind without levels (numeric, discovery,
         breakdown, memoization "tree": `level` must be "")."""
-        if not isinstance(self.kind, Categorical | OpenDomain) or self.memoization == MEMO_TREE:
+        if not isinstance(self.kind, Categorical) or self.memoization == MEMO_TREE:
             self.reporting_epsilon(level)  # the level rule: raises for any level
             return self.build_mechanism()
         return self.level_oracle(level)

@@ -31,7 +31,12 @@ from ldptel.client.multi.wire_flat import breakdown_reports
 from ldptel.client.numeric import NumericMechanism, choose_mechanism, numeric_class
 from ldptel.client.numeric.auto import AUTO_NUMERIC
 from ldptel.client.numeric.base import check_range
-from ldptel.client.oracles import FrequencyOracle, open_domain_class, oracle_class
+from ldptel.client.oracles import (
+    FrequencyOracle,
+    OpenDomainMechanism,
+    open_domain_class,
+    oracle_class,
+)
 from ldptel.client.oracles.auto import (
     OPEN_DOMAIN_ORACLES,
     AutoOracle,
@@ -46,9 +51,6 @@ if TYPE_CHECKING:  # typing.Self is Python 3.11+
 #: Open-domain campaigns: the largest max_length (UTF-8 bytes). The report carries only a
 #: hash, so the length costs nothing on the wire; it bounds what candidates need to cover.
 MAX_OPEN_LENGTH = 4096
-#: The hashing oracles take d >= 2; an open-domain campaign's reports estimate candidates by
-#: item key (estimate_keys), so its oracle is built at this size and its labels go unused.
-OPEN_DOMAIN_ORACLE_SIZE = 2
 Built = TypeVar("Built")
 #: Breakdowns randomize every report afresh: no memoization mode is built for them yet.
 BREAKDOWN_MEMO_REFUSED = 'a breakdown campaign randomizes every report afresh (memoization "none")'
@@ -139,8 +141,8 @@ class _FreeText:
 
 @dataclass(frozen=True, kw_only=True)
 class OpenDomain(_FreeText):
-    """Free text reported as an item key by a hashing oracle (OPEN_DOMAIN_ORACLES); a
-    report estimates candidate strings."""
+    """Free text reported as an item key by a key mechanism (OPEN_DOMAIN_ORACLES; no domain);
+    a report estimates candidate strings."""
 
     tag: ClassVar[str] = "open_domain"
 
@@ -157,9 +159,9 @@ class OpenDomain(_FreeText):
         made = choose_open_oracle(epsilon, _auto_limit(params, choice))
         return Resolved(made["oracle"], dict(made["params"]), made)
 
-    def build(self, oracle: str, epsilon: float, params: Mapping[str, Any]) -> FrequencyOracle:
-        cls = open_domain_class(oracle)
-        return _construct(cls, epsilon=epsilon, domain_size=OPEN_DOMAIN_ORACLE_SIZE, **params)
+    def build(self, oracle: str, epsilon: float, params: Mapping[str, Any]) -> OpenDomainMechanism:
+        """The key mechanism (client/oracles/keys.py): no domain, candidates by item key."""
+        return _construct(open_domain_class(oracle), epsilon=epsilon, **params)
 
 
 @dataclass(frozen=True, kw_only=True)

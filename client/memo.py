@@ -50,7 +50,8 @@ from ldptel.client.errors import ParameterError
 from ldptel.client.memoization import MEMO_EXACT
 from ldptel.client.multi.wire import BreakdownReports
 from ldptel.client.numeric import NumericMechanism
-from ldptel.client.oracles.base import FrequencyOracle, KeyedOracle, WireReport
+from ldptel.client.oracles.base import FrequencyOracle, WireReport
+from ldptel.client.oracles.keys import KeyMechanism
 from ldptel.client.oracles.rappor import Rappor, RapporClient
 from ldptel.client.randomness import SecureRandom
 from ldptel.client.statedb import transaction
@@ -74,7 +75,7 @@ _ADD_SPENT = "UPDATE memo SET spent = spent + ? WHERE key = ?"
 
 
 #: A value as a randomizer takes it: the index of a label, a number (numeric campaigns), or
-#: (open-domain campaigns, whose oracle is a sketch) the text itself, in NFC
+#: (open-domain campaigns, whose mechanism is a key mechanism) the text itself, in NFC
 #: (CampaignConfig.open_value).
 Value = int | float | str
 #: What a value is memoized under: a label's index, or a text.
@@ -210,10 +211,10 @@ class Randomizer:
         if isinstance(self.oracle, NumericMechanism):
             assert not isinstance(value, str)
             return wire_json(self.oracle.perturb(float(value), self._rng))
-        if isinstance(value, str):  # open domains: a keyed oracle, or PEM's group and sketch
+        if isinstance(value, str):  # open domains: a key mechanism, or PEM's group and sketch
             if isinstance(self.oracle, PrefixExtendingMethod):
                 return wire_json(self.oracle.perturb(value, self._rng))
-            assert isinstance(self.oracle, KeyedOracle)
+            assert isinstance(self.oracle, KeyMechanism)
             return wire_json(self.oracle.perturb_string(value, self._rng))
         index = int(value)
         if self._rappor is not None:

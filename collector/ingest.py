@@ -20,7 +20,7 @@ import xxhash
 
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import InvalidLevelError, LdptelError
-from ldptel.client.oracles.base import ReportMechanism
+from ldptel.client.oracles.base import WireMechanism
 from ldptel.collector.auth import RateLimit
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.store import codec, keys
@@ -159,7 +159,7 @@ def parse_batch(data: object, max_reports: int) -> Batch:
     return Batch(campaign, config_id, reports, level)
 
 
-def level_oracle(registry: Registry, config: CampaignConfig, level: str) -> ReportMechanism:
+def level_oracle(registry: Registry, config: CampaignConfig, level: str) -> WireMechanism:
     """The oracle that validates a batch at `level`, by the config's level rule
     (docs/personalized-privacy.md): 400 for a missing or forbidden level, 409 for a level
     the config does not define or that does not report."""
@@ -190,7 +190,7 @@ class ReportForm:
     max_chars: int
 
     @classmethod
-    def of(cls, oracle: ReportMechanism) -> ReportForm:
+    def of(cls, oracle: WireMechanism) -> ReportForm:
         reports = oracle.widest_reports()
         keys = frozenset(key for report in reports for key in report)
         return cls(keys, max(len(json.dumps(r, separators=(",", ":"))) for r in reports))
@@ -265,7 +265,7 @@ class Ingestor:
         self._forms: dict[tuple[str, str], ReportForm] = {}
         self._largest: tuple[float, int] = (0.0, 0)
 
-    def report_form(self, config_id: str, level: str, oracle: ReportMechanism) -> ReportForm:
+    def report_form(self, config_id: str, level: str, oracle: WireMechanism) -> ReportForm:
         """The report form of a config at a level (configs are immutable: cached for good)."""
         key = (config_id, level)
         if key not in self._forms:

@@ -25,7 +25,7 @@ from ldptel.client.campaign import CampaignConfig, Mechanism
 from ldptel.client.discovery.pem import PrefixExtendingMethod
 from ldptel.client.oracles.base import ReportLog
 from ldptel.client.oracles.olh import OpenDomainOLH
-from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.oracles.sketch import KeySketch
 
 DISCOVERY_RULE = (
     "a candidate is listed (discovered) only if estimate > threshold, the threshold a "
@@ -61,7 +61,7 @@ LOG_EXACT_BINOMIAL = (
 
 def open_domain_report(
     config: CampaignConfig,
-    oracle: SketchOracle | OpenDomainOLH,
+    oracle: KeySketch | OpenDomainOLH,
     state: StateKey,
     n: int,
     statistics: CandidateStatistics,
@@ -108,7 +108,7 @@ def sendable(config: CampaignConfig, values: Sequence[str]) -> tuple[str, ...]:
 
 def open_head(
     config: CampaignConfig,
-    oracle: SketchOracle | OpenDomainOLH | PrefixExtendingMethod,
+    oracle: KeySketch | OpenDomainOLH | PrefixExtendingMethod,
     state: StateKey,
     n: int,
     options: ReportOptions,
@@ -137,7 +137,7 @@ def candidates_report(
     context: ReportContext, config: CampaignConfig, oracle: Mechanism, state: StateKey
 ) -> Report:
     """The report of an open-domain state estimated for candidates, from whichever form its
-    oracle keeps (CampaignConfig allows a sketch or open-domain OLH only)."""
+    key mechanism keeps (OpenDomain.build: a sketch, or OLH's report log)."""
     options, candidates = context.options, context.dictionary()
     if isinstance(oracle, ReportLog):
         assert isinstance(oracle, OpenDomainOLH)
@@ -150,7 +150,7 @@ def candidates_report(
             ),
             options, candidates, context.built_at,
         )  # fmt: skip
-    assert isinstance(oracle, SketchOracle)
+    assert isinstance(oracle, KeySketch)
     sketch = oracle
     n, support = context.read(state, sketch.support_size)
     return open_domain_report(

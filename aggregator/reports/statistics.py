@@ -19,9 +19,11 @@ from ldptel.client.discovery.threshold import candidates_threshold
 from ldptel.client.hashing import item_keys
 from ldptel.client.oracles import FrequencyOracle, PureOracle
 from ldptel.client.oracles.base import ReportLog
+from ldptel.client.oracles.keys import KeyMechanism
+from ldptel.client.oracles.local_hashing import KeyLocalHashing
 from ldptel.client.oracles.rappor import Rappor
 from ldptel.client.oracles.rappor_decode import alone_variance
-from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.oracles.sketch import KeySketch
 
 #: Norm-Sub's "sums to n" does not hold for a candidate list: only non-negative (Base-Pos).
 OPEN_CONSISTENCY = "clip"
@@ -61,7 +63,7 @@ def exact_null_threshold(oracle: FrequencyOracle, n: int, options: ReportOptions
     return binomial_null_threshold(oracle, n, options.false_flags / oracle.domain_size)
 
 
-def binomial_null_threshold(oracle: PureOracle, n: int, tail: float) -> float:
+def binomial_null_threshold(oracle: PureOracle | KeyLocalHashing, n: int, tail: float) -> float:
     """(k - n q*) / (p* - q*) with k the smallest count with P(Binomial(n, q*) > k) <= tail:
     the estimate an item nobody holds exceeds with probability at most `tail`."""
     from scipy.stats import binom
@@ -151,7 +153,7 @@ def fit_statistics(
 
 
 def open_domain_statistics(
-    oracle: SketchOracle,
+    oracle: KeySketch,
     support: NDArray[np.int64],
     n: int,
     candidates: Sequence[str],
@@ -160,7 +162,7 @@ def open_domain_statistics(
     """item_statistics of candidate strings estimated from a sketch (estimate_keys), and the
     release threshold of a candidate nobody holds (client/discovery/threshold.py: it holds if
     the most-held string is a candidate). The variance adds the fixed hash family's term
-    (SketchOracle.family_variance) with the candidates' estimated counts, clipped at 0:
+    (KeySketch.family_variance) with the candidates' estimated counts, clipped at 0:
     values outside the candidates are not in it, so it holds when the heavy values are
     candidates; the clipped noise of the others only makes it larger (conservative)."""
     estimate = oracle.estimate_keys(support, n, item_keys(candidates))
@@ -169,7 +171,7 @@ def open_domain_statistics(
 
     def variance_of(n: int, frequencies: NDArray[np.float64] | None) -> NDArray[np.float64]:
         f = np.zeros(estimate.size) if frequencies is None else frequencies
-        return oracle.variance(n, f) + family
+        return oracle.key_variance(n, f) + family
 
     nobody = candidates_threshold(oracle, n, estimate, options.false_flags / estimate.size)
     stats = estimate_statistics(estimate, variance_of, n, options, null_threshold=nobody)
@@ -190,14 +192,19 @@ def log_candidate_support(
 
 
 def log_statistics(
-    oracle: PureOracle, support: NDArray[np.int64], n: int, options: ReportOptions
+    oracle: KeyLocalHashing, support: NDArray[np.int64], n: int, options: ReportOptions
 ) -> tuple[ItemColumns, float]:
     """item_statistics of candidates from their support counts over a report log (Wang et
     al.'s estimate and exact variance, p* = p, q* = 1/g), and the release threshold: the
     exact Binomial(n, q*) quantile at expected_false_discoveries / candidates."""
     threshold = binomial_null_threshold(oracle, n, options.false_flags / support.size)
-    estimate = oracle.estimate(support, n)
-    stats = estimate_statistics(estimate, oracle.variance, n, options, null_threshold=threshold)
+    estimate = oracle.key_estimate(support, n)
+
+    def variance_of(n: int, frequencies: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        f = np.zeros(estimate.size) if frequencies is None else frequencies
+        return oracle.key_variance(n, f)
+
+    stats = estimate_statistics(estimate, variance_of, n, options, null_threshold=threshold)
     stats["consistent"] = consistent(OPEN_CONSISTENCY, estimate, n, stats["threshold"])
     return stats, threshold
 
@@ -206,10 +213,10 @@ def log_statistics(
 CandidateStatistics = Callable[[Sequence[str]], tuple[ItemColumns, float]]
 
 
-def noise_stderr(oracle: FrequencyOracle, n: int) -> float:
+def noise_stderr(oracle: KeyMechanism, n: int) -> float:
     """The stderr of the reports' noise in the estimate of a candidate nobody holds: an open
     domain's `significance.z` is its release threshold in these units."""
-    return math.sqrt(float(oracle.variance(n, np.zeros(1))[0]))
+    return math.sqrt(float(oracle.key_variance(n, np.zeros(1))[0]))
 
 
 def confidence_interval(

@@ -53,19 +53,24 @@ from ldptel.client.oracles.base import (
     check_int,
 )
 from ldptel.client.oracles.batch_decode import decode_int_field
-from ldptel.client.oracles.cms import CountMeanSketch
-from ldptel.client.oracles.hcms import HadamardCountMeanSketch
-from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.oracles.cms import CountMeanSketch, OpenDomainCMS
+from ldptel.client.oracles.hcms import HadamardCountMeanSketch, OpenDomainHCMS
+from ldptel.client.oracles.sketch import KeySketch, SketchOracle
 from ldptel.client.randomness import Rng, SecureRandom
 from ldptel.client.samplers import sample_uniform_below, uniform_below_one
 
+#: The groups' sketch of item keys (a key mechanism: prefixes have no domain list), and the
+#: same sketch over a list of prefix labels (`group_oracle`: simulation and the audit).
+KEY_SKETCHES: dict[str, type[KeySketch]] = {"cms": OpenDomainCMS, "hcms": OpenDomainHCMS}
 SKETCHES: dict[str, type[SketchOracle]] = {
     "cms": CountMeanSketch,
     "hcms": HadamardCountMeanSketch,
 }
+#: The parameters a config serves each sketch (its derived_params).
+SERVED = {"cms": ("p", "q"), "hcms": ("f",)}
 #: Defaults: 32 candidates kept per step and one byte per step (16 groups for 16-byte
 #: values); a sketch of k = 1024 rows (the fixed hash family's term is then small, see
-#: SketchOracle.family_variance) by m = 256 columns (the collision term (n - n_v)/(m - 1)
+#: KeySketch.family_variance) by m = 256 columns (the collision term (n - n_v)/(m - 1)
 #: adds 1/255 per report to a variance of about 1 at epsilon 2). A campaign's window state
 #: is G (k m + 1) cells of 8 bytes per shard (32 MiB at 16-byte values), linear in k; fewer
 #: rows raise the release threshold (its family offset grows as k shrinks): measured at
@@ -146,13 +151,13 @@ def default_sketch(epsilon: float, m: int) -> str:
     """The sketch with the lower per-report variance for an item no user holds (among those
     that take this m: HCMS needs a power of two)."""
     variances = {}
-    for name, cls in SKETCHES.items():
+    for name, cls in KEY_SKETCHES.items():
         try:
-            variances[name] = cls(epsilon=epsilon, domain_size=2, k=1, m=m).other_variance
+            variances[name] = cls(epsilon=epsilon, k=1, m=m).other_variance
         except ParameterError:
             continue
     if not variances:  # no sketch takes m: the first one names the fault
-        return next(iter(SKETCHES))
+        return next(iter(KEY_SKETCHES))
     return min(variances, key=lambda name: variances[name])
 
 
@@ -206,14 +211,18 @@ class PrefixExtendingMethod(ReportMechanism):
                 "top_k", f"top_k * 2^step_bits must be <= {MAX_CANDIDATES} (candidates per step)"
             )
         self.sketch = default_sketch(epsilon, m) if sketch is None else sketch
-        if self.sketch not in SKETCHES:
-            raise ParameterError("sketch", f"must be one of {', '.join(SKETCHES)}")
+        if self.sketch not in KEY_SKETCHES:
+            raise ParameterError("sketch", f"must be one of {', '.join(KEY_SKETCHES)}")
         # The sketch's probabilities as the config serves them (cms: p, q; hcms: f), else
-        # derived from epsilon by the sketch; the sketch refuses any other name.
+        # derived from epsilon by the sketch; any other name is refused as the sketch over
+        # labels refused it (SKETCHES: the error configs have always given).
+        for name in sorted(set(served) - set(SERVED[self.sketch])):
+            cls = SKETCHES[self.sketch].__name__
+            raise TypeError(f"{cls}.__init__() got an unexpected keyword argument {name!r}")
         self.params: dict[str, Any] = {"epsilon": epsilon, "k": k, "m": m, **served}
-        #: The frequency oracle of every group (one hash family; the groups' sketches are
-        #: separate, so prefixes of different lengths never share one).
-        self.oracle = self.group_oracle(["0", "1"])
+        #: The sketch of every group, over the prefixes' item keys (one hash family; the
+        #: groups' sketches are separate, so prefixes of different lengths never share one).
+        self.oracle: KeySketch = KEY_SKETCHES[self.sketch](**self.params)
         total = 8 * self.max_length
         start = math.ceil(math.log2(self.top_k)) + self.step_bits
         #: s_g: the prefix length (bits) each group reports.
@@ -370,7 +379,7 @@ class PrefixExtendingMethod(ReportMechanism):
     ) -> Discovery:
         """The last group's candidates (size reports of n) that clear the threshold, as
         estimated counts among all n users."""
-        # The family term of the stated stderr: SketchOracle.family_variance needs the counts
+        # The family term of the stated stderr: KeySketch.family_variance needs the counts
         # of all strings held; the candidates' estimates stand in for them (plug-in: the
         # heaviest strings are candidates, and Zipf-like tails add little to sum n_w^2).
         # Per candidate v the sum over the other strings w != v (docs/protocol.md, "pem").
@@ -396,7 +405,7 @@ class PrefixExtendingMethod(ReportMechanism):
         scale = n / size
         f = np.clip(group_estimate / size, 0.0, 1.0)
         sampling = size * f * (1 - f) * (n - size) / max(1, n - 1)
-        variance = scale**2 * (self.oracle.variance(size, f) + family + sampling)
+        variance = scale**2 * (self.oracle.key_variance(size, f) + family + sampling)
         return Discovery(
             values=tuple(text for text, _, _ in chosen),
             estimate=scale * group_estimate,

@@ -33,7 +33,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.oracles.sketch import KeySketch
 
 #: Grid cells for the collision offset's distribution (its rounding adds < 2 cells to T).
 _GRID = 4096
@@ -41,17 +41,17 @@ _GRID = 4096
 _PER_SIGMA = 64
 
 
-def largest_count_bound(oracle: SketchOracle, n: int, largest_estimate: float, z: float) -> float:
+def largest_count_bound(oracle: KeySketch, n: int, largest_estimate: float, z: float) -> float:
     """An upper bound on the count of the most-held string from the largest candidate estimate
     (assumed to be that string's): its noise at z standard deviations, plus n/(m - 1), the
     most its collisions can pull an estimate down (rho = 0 for every other string)."""
     f = min(1.0, max(0.0, largest_estimate / max(n, 1)))
-    noise = float(oracle.variance(n, np.array([f]))[0])
+    noise = float(oracle.key_variance(n, np.array([f]))[0])
     return min(float(n), largest_estimate + z * math.sqrt(noise) + n / (oracle.m - 1))
 
 
 def candidates_threshold(
-    oracle: SketchOracle, n: int, estimate: NDArray[np.float64], tail: float
+    oracle: KeySketch, n: int, estimate: NDArray[np.float64], tail: float
 ) -> float:
     """`release_threshold` at `tail` for candidates with these estimates, the largest taken
     as the most-held string's (`largest_count_bound` at the test's own z)."""
@@ -60,16 +60,16 @@ def candidates_threshold(
     return release_threshold(oracle, n, largest_count_bound(oracle, n, top, z), tail)
 
 
-def release_threshold(oracle: SketchOracle, n: int, largest: float, tail: float) -> float:
+def release_threshold(oracle: KeySketch, n: int, largest: float, tail: float) -> float:
     """T with P[estimate of a candidate nobody holds > T] <= tail when no string is held by
     more than `largest` of the n users (module doc)."""
-    sigma = math.sqrt(float(oracle.variance(n, np.zeros(1))[0]))
+    sigma = math.sqrt(float(oracle.key_variance(n, np.zeros(1))[0]))
     values, weights = _worst_offsets(oracle, n, largest, sigma)
     return _expected_shortfall(values, weights, sigma, tail)
 
 
 def _worst_offsets(
-    oracle: SketchOracle, n: int, largest: float, sigma: float
+    oracle: KeySketch, n: int, largest: float, sigma: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The distribution of F_worst on a grid (values rounded up, and their probabilities)."""
     k, m = oracle.k, oracle.m

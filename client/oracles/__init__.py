@@ -6,13 +6,17 @@ estimates with the same class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ldptel.client.errors import ParameterError
 from ldptel.client.oracles.auto import AUTO_ORACLE
 from ldptel.client.oracles.base import FrequencyOracle, PureOracle, ReportBatch, WireReport
-from ldptel.client.oracles.catalogue import FREQUENCY_ORACLES
-from ldptel.client.oracles.olh import OpenDomainOLH
+from ldptel.client.oracles.catalogue import (
+    FREQUENCY_ORACLES,
+    OPEN_DOMAIN_CLASSES,
+    OpenDomainMechanism,
+)
 
 #: Protocol name -> oracle class. Explicit, so a name on the wire always means one class.
 ORACLES: dict[str, type[FrequencyOracle]] = {**FREQUENCY_ORACLES, "auto": AUTO_ORACLE}
@@ -30,14 +34,13 @@ def oracle_class(name: str) -> type[FrequencyOracle]:
     return ORACLES[key]
 
 
-#: An open-domain campaign's oracle class where it differs from the categorical one: OLH
-#: keeps a log of its reports as window state (client/oracles/olh.py).
-OPEN_DOMAIN_CLASSES: dict[str, type[FrequencyOracle]] = {"olh": OpenDomainOLH}
-
-
-def open_domain_class(name: str) -> type[FrequencyOracle]:
-    """The oracle class of an open-domain campaign's oracle `name` (checked by the config)."""
-    return OPEN_DOMAIN_CLASSES.get(name) or oracle_class(name)
+def open_domain_class(name: str) -> Callable[..., OpenDomainMechanism]:
+    """The key mechanism of an open-domain campaign's oracle `name` (OPEN_DOMAIN_CLASSES:
+    cms, hcms, olh; no domain)."""
+    if name not in OPEN_DOMAIN_CLASSES:
+        known = ", ".join(sorted(OPEN_DOMAIN_CLASSES))
+        raise ParameterError("oracle", f"an open-domain campaign takes {known}, not {name!r}")
+    return OPEN_DOMAIN_CLASSES[name]
 
 
 def make_oracle(name: str, **params: Any) -> FrequencyOracle:
@@ -49,6 +52,7 @@ __all__ = [
     "ALIASES",
     "ORACLES",
     "FrequencyOracle",
+    "OpenDomainMechanism",
     "PureOracle",
     "ReportBatch",
     "WireReport",

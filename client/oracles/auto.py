@@ -34,15 +34,15 @@ The report size is the compact (stored) size of one report, sum of its fields' b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from ldptel.client.errors import ParameterError
-from ldptel.client.oracles.base import FrequencyOracle, check_epsilon, check_int
-from ldptel.client.oracles.catalogue import FREQUENCY_ORACLES
+from ldptel.client.oracles.base import FrequencyOracle, WireMechanism, check_epsilon, check_int
+from ldptel.client.oracles.catalogue import FREQUENCY_ORACLES, OPEN_DOMAIN_CLASSES
 
 #: Candidates whose variance is within this factor of the best count as tied.
 NEAR_TIE = 1.02
@@ -66,8 +66,8 @@ COSTS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
 #: candidates of a categorical one (see the module docstring).
 OPEN_SKETCHES = ("cms", "hcms")
 NOT_CANDIDATES = frozenset(OPEN_SKETCHES)
-#: The oracles an open-domain campaign may name: the sketches, and OLH with its window state
-#: a log of the reports (client/oracles/olh.py, OpenDomainOLH).
+#: The oracles an open-domain campaign may name (their key mechanisms: OPEN_DOMAIN_CLASSES):
+#: the sketches, and OLH with its window state a log of the reports (OpenDomainOLH).
 OPEN_DOMAIN_ORACLES = (*OPEN_SKETCHES, "olh")
 #: Oracles missing from COSTS touch every item on both sides.
 DEFAULT_COST = ((0.0, 1.0), (0.0, 1.0))
@@ -87,9 +87,18 @@ def cost(name: str, domain_size: int) -> float:
     return sum(fixed + per_item * domain_size for fixed, per_item in COSTS.get(name, DEFAULT_COST))
 
 
-def _build(cls: type[FrequencyOracle], epsilon: float, domain_size: int) -> FrequencyOracle:
-    # Oracles that hash labels default to "0", "1", ... (base.default_labels).
-    return cls(epsilon=epsilon, domain_size=domain_size)
+def _categorical(name: str, epsilon: float, domain_size: int) -> tuple[WireMechanism, float]:
+    """A categorical candidate and its largest variance per report at f_v = 0 (oracles that
+    hash labels default to "0", "1", ...: base.default_labels)."""
+    oracle = FREQUENCY_ORACLES[name](epsilon=epsilon, domain_size=domain_size)
+    return oracle, float(np.max(oracle.variance(1)))
+
+
+def _open(name: str, epsilon: float, domain_size: int) -> tuple[WireMechanism, float]:
+    """An open-domain candidate (a key mechanism) and its variance per report of a candidate
+    nobody holds (f_v = 0)."""
+    mechanism = OPEN_DOMAIN_CLASSES[name](epsilon=epsilon)
+    return mechanism, float(mechanism.key_variance(1, np.zeros(1))[0])
 
 
 def choose_oracle(
@@ -104,7 +113,7 @@ def choose_oracle(
         if name not in NOT_CANDIDATES and cls.exact_estimator
     ]
     d = check_int(domain_size, "domain_size", 2, 2**24)
-    return _choose(names, d, epsilon, max_report_bytes)
+    return _choose(names, d, epsilon, max_report_bytes, _categorical)
 
 
 #: What choosing OLH for an open domain costs, in the choice's reason.
@@ -115,11 +124,18 @@ OLH_OPEN_COSTS = (
 )
 
 
+#: The open-domain choice's work per report (`cost`) is counted for this many candidates:
+#: the choices stored in configs were, and a config keeps its id.
+OPEN_COST_CANDIDATES = 2
+
+
 def choose_open_oracle(epsilon: float, max_report_bytes: int | None = None) -> dict[str, Any]:
-    """The choice of `choose_oracle` for an open-domain campaign, among OPEN_DOMAIN_ORACLES
-    (built at d = 2: their variance and report do not depend on d); "domain_size" is None.
-    Choosing OLH, the reason states its costs (OLH_OPEN_COSTS)."""
-    choice = _choose(list(OPEN_DOMAIN_ORACLES), 2, epsilon, max_report_bytes)
+    """The choice of `choose_oracle` for an open-domain campaign, among its key mechanisms
+    (OPEN_DOMAIN_CLASSES: no domain); "domain_size" is None. Choosing OLH, the reason states
+    its costs (OLH_OPEN_COSTS)."""
+    choice = _choose(
+        list(OPEN_DOMAIN_ORACLES), OPEN_COST_CANDIDATES, epsilon, max_report_bytes, _open
+    )
     choice["domain_size"] = None
     if choice["oracle"] == "olh":
         choice["reason"] += "; " + OLH_OPEN_COSTS
@@ -127,15 +143,18 @@ def choose_open_oracle(epsilon: float, max_report_bytes: int | None = None) -> d
 
 
 def _choose(
-    names: Sequence[str], d: int, epsilon: float, max_report_bytes: int | None
+    names: Sequence[str],
+    d: int,
+    epsilon: float,
+    max_report_bytes: int | None,
+    build: Callable[[str, float, int], tuple[WireMechanism, float]],
 ) -> dict[str, Any]:
     eps = check_epsilon(epsilon)
     limit = None if max_report_bytes is None else check_int(max_report_bytes, "max_report_bytes", 1)
     rows = []
     for name in names:
-        oracle = _build(FREQUENCY_ORACLES[name], eps, d)
+        oracle, variance = build(name, eps, d)
         size = sum(f.nbytes(1) for f in oracle.fields)
-        variance = float(np.max(oracle.variance(1)))
         fits = limit is None or size <= limit
         rows.append(Candidate(name, variance, size, cost(name, d), fits))
     rows.sort(key=lambda row: (row.variance, row.cost))

@@ -17,7 +17,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ldptel.client.errors import ParameterError, ReportError
-from ldptel.client.hashing import item_key, item_keys
 from ldptel.client.randomness import Rng, SecureRandom, default_rng
 
 ReportBatch = dict[str, NDArray[Any]]
@@ -140,11 +139,11 @@ def report_int(report: dict[str, Any], name: str, limit: int, index: int) -> int
     return value
 
 
-class ReportMechanism(ABC):
-    """What every layer needs of a mechanism, frequency oracle or numeric (client/numeric):
-    its guarantee, one report on the client, the wire form for the collector, the compact
-    storage form (columns declared in `fields`) and the integer support for the aggregator.
-    The collector, the aggregator and the registry are typed against this."""
+class WireMechanism(ABC):
+    """What the client and the collector need of any mechanism: its guarantee, one report on
+    the client, the wire form and the compact storage form (columns declared in `fields`).
+    The aggregator's window state is a support vector (`ReportMechanism`) or the reports
+    themselves (`ReportLog`)."""
 
     name: ClassVar[str]
     #: The report batch's columns (set by each constructor).
@@ -231,6 +230,12 @@ class ReportMechanism(ABC):
             batch[f.name] = column.reshape(f.shape(n))
             offset += size
         return batch
+
+
+class ReportMechanism(WireMechanism):
+    """What every layer needs of a mechanism whose window state is an integer support vector
+    that adds (a frequency oracle, a numeric mechanism, a sketch of item keys): the wire and
+    storage forms, and the support for the aggregator."""
 
     # -- aggregator ------------------------------------------------------------------------
     @property
@@ -360,44 +365,27 @@ class PureOracle(FrequencyOracle):
     def q_star(self) -> float: ...
 
     def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
-        # Wang et al. 2017, eq. (1): c~_v = (C_v - n q*) / (p* - q*).
-        p, q = self.p_star, self.q_star
-        return (np.asarray(support, dtype=np.float64) - n * q) / (p - q)
+        return pure_estimate(support, n, self.p_star, self.q_star)
 
     def variance(
         self, n: int, frequencies: NDArray[np.float64] | None = None
     ) -> NDArray[np.float64]:
-        # Wang et al. 2017, eq. (2): Var = n q*(1-q*)/(p*-q*)^2 + n f_v (1-p*-q*)/(p*-q*).
-        p, q = self.p_star, self.q_star
         f = np.zeros(self.domain_size) if frequencies is None else np.asarray(frequencies)
-        return n * q * (1 - q) / (p - q) ** 2 + n * f * (1 - p - q) / (p - q)
+        return pure_variance(n, f, self.p_star, self.q_star)
 
 
-class KeyedOracle(FrequencyOracle):
-    """An oracle whose report depends on a value only through its item key (the hashing
-    oracles: local hashing and Apple's sketches), so any string can be reported: the
-    oracles of open-domain campaigns (docs/protocol.md, "Open domains")."""
-
-    @abstractmethod
-    def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
-        """Randomize values given by their item keys, each independently."""
-
-    def perturb_string(self, value: str, rng: Rng | None = None) -> WireReport:
-        """Randomize one string, in the domain or not. From the client's CSPRNG by default,
-        through `perturb_key` (the SDK's path); another source goes through `perturb_keys`."""
-        if rng is None or isinstance(rng, SecureRandom):
-            return self.perturb_key(item_key(value))
-        return self.encode(self.perturb_keys(item_keys([value]), rng))[0]
-
-    def perturb_key(self, key: int) -> WireReport:
-        """One report of an item key from the client's CSPRNG. The oracles override it with
-        scalar draws of `perturb_keys`' exact law (one report through numpy is mostly its
-        per-call overhead)."""
-        keys = np.array([key], dtype=np.uint64)
-        return self.encode(self.perturb_keys(keys, default_rng()))[0]
+def pure_estimate(support: NDArray[np.int64], n: int, p: float, q: float) -> NDArray[np.float64]:
+    """Wang et al. 2017, eq. (1): c~_v = (C_v - n q*) / (p* - q*), from support counts C_v."""
+    return (np.asarray(support, dtype=np.float64) - n * q) / (p - q)
 
 
-class ReportLog(ABC):
+def pure_variance(n: int, f: NDArray[np.float64], p: float, q: float) -> NDArray[np.float64]:
+    """Wang et al. 2017, eq. (2): Var = n q*(1-q*)/(p*-q*)^2 + n f_v (1-p*-q*)/(p*-q*), per item
+    of true relative frequency f_v."""
+    return n * q * (1 - q) / (p - q) ** 2 + n * f * (1 - p - q) / (p - q)
+
+
+class ReportLog(WireMechanism):
     """A mechanism whose window state is its reports themselves, not a support vector that
     adds: the aggregator appends each step's reports, packed as `log_record`s, to a string
     (aggregator/state.py, "Report log"), and estimates over that log when a report is built.

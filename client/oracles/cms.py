@@ -33,7 +33,7 @@ from ldptel.client.oracles.base import (
     check_reports,
 )
 from ldptel.client.oracles.batch_decode import decode_int_field
-from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
+from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, KeySketch, SketchOracle
 from ldptel.client.oracles.sue import SymmetricUnaryEncoding
 from ldptel.client.oracles.unary import (
     decode_bit_vectors,
@@ -54,8 +54,9 @@ from ldptel.client.samplers import (
 _ROW_BLOCK = 255
 
 
-class CountMeanSketch(SketchOracle):
-    """CMS: one row index and m noisy +-1 entries per report.
+class OpenDomainCMS(KeySketch):
+    """CMS of item keys (an open-domain campaign's, no domain): one row index and m noisy +-1
+    entries per report.
 
     Privacy (paper, CMS privacy theorem): one report is eps-LDP against whoever sees it, for
     any two values of the user. Given j (uniform, independent of the value), the two values'
@@ -72,20 +73,17 @@ class CountMeanSketch(SketchOracle):
     """
 
     name = "cms"
-    audit_event_count = 5
 
     def __init__(
         self,
         *,
         epsilon: float,
-        domain_size: int,
         k: int = DEFAULT_K,
         m: int = DEFAULT_M,
-        labels: Sequence[str] | None = None,
         p: float | None = None,
         q: float | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, domain_size=domain_size, k=k, m=m, labels=labels)
+        KeySketch.__init__(self, epsilon=epsilon, k=k, m=m)  # not super(): the MRO of a subclass
         if p is None and q is None:
             self.p, self.q = SymmetricUnaryEncoding.probabilities(self.requested_epsilon)
         else:  # served by the config (derived_params), used as they are
@@ -181,6 +179,26 @@ class CountMeanSketch(SketchOracle):
     def other_variance(self) -> float:
         pi = self.q + (self.p - self.q) / self.m
         return pi * (1.0 - pi) * self.c**2
+
+
+class CountMeanSketch(OpenDomainCMS, SketchOracle):
+    """CMS over a domain of labels (a categorical campaign's): the CMS of their item keys."""
+
+    audit_event_count = 5
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        k: int = DEFAULT_K,
+        m: int = DEFAULT_M,
+        labels: Sequence[str] | None = None,
+        p: float | None = None,
+        q: float | None = None,
+    ) -> None:
+        OpenDomainCMS.__init__(self, epsilon=epsilon, k=k, m=m, p=p, q=q)
+        self.set_domain(domain_size, labels)
 
     # -- privacy audit ---------------------------------------------------------------------
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:

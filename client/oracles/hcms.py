@@ -26,7 +26,7 @@ from ldptel.client.hashing import lh_hash_scalar
 from ldptel.client.oracles.base import Field, ReportBatch, WireReport, check_probability
 from ldptel.client.oracles.batch_decode import decode_int_fields
 from ldptel.client.oracles.hr import fwht, parity
-from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, SketchOracle
+from ldptel.client.oracles.sketch import DEFAULT_K, DEFAULT_M, KeySketch, SketchOracle
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,
@@ -45,8 +45,8 @@ def flip_probability(epsilon: float) -> float:
     return shrink / (1.0 + shrink)
 
 
-class HadamardCountMeanSketch(SketchOracle):
-    """HCMS: a report is (j, l, one sign).
+class OpenDomainHCMS(KeySketch):
+    """HCMS of item keys (an open-domain campaign's, no domain): a report is (j, l, one sign).
 
     Privacy (paper, HCMS privacy theorem): one report is eps-LDP against whoever sees it, for
     any two values of the user. Given (j, l) (uniform, independent of the value), the sign is
@@ -61,19 +61,11 @@ class HadamardCountMeanSketch(SketchOracle):
     """
 
     name = "hcms"
-    audit_event_count = 4
 
     def __init__(
-        self,
-        *,
-        epsilon: float,
-        domain_size: int,
-        k: int = DEFAULT_K,
-        m: int = DEFAULT_M,
-        labels: Sequence[str] | None = None,
-        f: float | None = None,
+        self, *, epsilon: float, k: int = DEFAULT_K, m: int = DEFAULT_M, f: float | None = None
     ) -> None:
-        super().__init__(epsilon=epsilon, domain_size=domain_size, k=k, m=m, labels=labels)
+        KeySketch.__init__(self, epsilon=epsilon, k=k, m=m)  # not super(): the MRO of a subclass
         if f is None:
             self.flip = flip_probability(self.requested_epsilon)
         else:  # served by the config (derived_params), used as it is
@@ -87,7 +79,7 @@ class HadamardCountMeanSketch(SketchOracle):
 
     @staticmethod
     def check_width(m: object) -> int:
-        width = SketchOracle.check_width(m)
+        width = KeySketch.check_width(m)
         if width & (width - 1):
             raise ParameterError("m", f"must be a power of two (Hadamard), got {width}")
         return width
@@ -193,6 +185,25 @@ class HadamardCountMeanSketch(SketchOracle):
     @property
     def other_variance(self) -> float:
         return self.c**2 - 1.0 / self.m**2
+
+
+class HadamardCountMeanSketch(OpenDomainHCMS, SketchOracle):
+    """HCMS over a domain of labels (a categorical campaign's): the HCMS of their item keys."""
+
+    audit_event_count = 4
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        k: int = DEFAULT_K,
+        m: int = DEFAULT_M,
+        labels: Sequence[str] | None = None,
+        f: float | None = None,
+    ) -> None:
+        OpenDomainHCMS.__init__(self, epsilon=epsilon, k=k, m=m, f=f)
+        self.set_domain(domain_size, labels)
 
     # -- privacy audit ---------------------------------------------------------------------
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:

@@ -18,18 +18,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.hashing import item_keys, key_lanes, lh_hash, lh_hash_lanes, lh_hash_scalar
+from ldptel.client.hashing import key_lanes, lh_hash, lh_hash_lanes, lh_hash_scalar
 from ldptel.client.oracles.base import (
     Field,
-    KeyedOracle,
     PureOracle,
     ReportBatch,
     WireReport,
     check_int,
-    check_labels,
     check_probability,
+    check_report_epsilon,
+    pure_estimate,
+    pure_variance,
 )
 from ldptel.client.oracles.batch_decode import decode_int_fields
+from ldptel.client.oracles.keys import KeyedOracle, KeyMechanism
 from ldptel.client.randomness import Rng
 from ldptel.client.samplers import (
     bernoulli_one,
@@ -66,33 +68,20 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _pool
 
 
-class LocalHashing(PureOracle, KeyedOracle):
-    """Local hashing with g buckets: keep x = H(v, seed) mod g with probability
-    p = e^eps / (e^eps + g - 1), else report one of the other g - 1 buckets uniformly.
+class KeyLocalHashing(KeyMechanism):
+    """Local hashing of item keys with g buckets (no domain): keep x = H(key, seed) mod g with
+    probability p = e^eps / (e^eps + g - 1), else report one of the other g - 1 buckets
+    uniformly.
 
     A report supports every item hashing to its y under its seed, so p* = p and, for an
     ideal hash, q* = 1/g (Wang et al. 2017, Sec. 4.4). A config serves p
     (`derived_params`); given, it is used as it is.
     """
 
-    takes_labels = True
-    audit_event_count = 4
-
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        domain_size: int,
-        g: int,
-        labels: Sequence[str] | None = None,
-        p: float | None = None,
-    ) -> None:
-        super().__init__(epsilon=epsilon, domain_size=domain_size)
+    def __init__(self, *, epsilon: float, g: int, p: float | None = None) -> None:
+        self.requested_epsilon = check_report_epsilon(epsilon)
         self.g = check_int(g, "g", 2, MAX_G)
-        self.labels = check_labels(labels, self.domain_size)
         self.fields = (Field("seed", "<u4"), Field("y", "<u4"))
-        self._keys = item_keys(self.labels)
-        self._lane0, self._lane1 = key_lanes(self._keys)
         # k-RR over the g buckets: p = e^eps / (e^eps + g - 1), written with e^-eps so it
         # cannot overflow. Each other bucket gets what the sampler leaves: (1 - p) / (g - 1).
         if p is None:
@@ -133,15 +122,6 @@ class LocalHashing(PureOracle, KeyedOracle):
         np.multiply(scratch, self._g, out=scratch)
         np.subtract(hashes, scratch, out=hashes)
 
-    def buckets(
-        self, values: NDArray[np.integer[Any]], seeds: NDArray[np.uint32]
-    ) -> NDArray[np.uint32]:
-        """x = H(item_key(labels[v]), seed) mod g for paired arrays of values and seeds."""
-        values = np.asarray(values, dtype=np.intp)
-        hashes = lh_hash_lanes(self._lane0[values], self._lane1[values], seeds)
-        self._bucket(hashes, np.empty_like(hashes))
-        return hashes
-
     def key_buckets(
         self, keys: NDArray[np.uint64], seeds: NDArray[np.uint32]
     ) -> NDArray[np.uint32]:
@@ -151,9 +131,6 @@ class LocalHashing(PureOracle, KeyedOracle):
         return hashes
 
     # -- client ----------------------------------------------------------------------------
-    def perturb_one(self, value: int) -> WireReport:
-        return self.perturb_key(int(self._keys[value]))
-
     def perturb_key(self, key: int) -> WireReport:
         # perturb_keys' law with scalar draws (the SDK's per-report path).
         seed = uniform_below_one(SEED_LIMIT)
@@ -162,9 +139,6 @@ class LocalHashing(PureOracle, KeyedOracle):
             return {"seed": seed, "y": x}
         other = uniform_below_one(self.g - 1)
         return {"seed": seed, "y": other + (other >= x)}
-
-    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
-        return self.perturb_keys(self._keys[np.asarray(values, dtype=np.intp)], rng)
 
     def perturb_keys(self, keys: NDArray[np.uint64], rng: Rng) -> ReportBatch:
         seeds = sample_uniform_below(rng, SEED_LIMIT, keys.size).astype(np.uint32)
@@ -194,9 +168,12 @@ class LocalHashing(PureOracle, KeyedOracle):
         )
 
     # -- aggregator ------------------------------------------------------------------------
-    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
-        """For each item v, how many reports have H(v, seed) mod g == y."""
-        return self._support_lanes(batch, self._lane0, self._lane1)
+    def key_estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+        """Candidates' estimates from their support counts (`key_support`), n reports."""
+        return pure_estimate(support, n, self.p_star, self.q_star)
+
+    def key_variance(self, n: int, frequencies: NDArray[np.float64]) -> NDArray[np.float64]:
+        return pure_variance(n, np.asarray(frequencies), self.p_star, self.q_star)
 
     def key_support(self, batch: ReportBatch, keys: NDArray[np.uint64]) -> NDArray[np.int64]:
         """`support` of any items, given by their item keys (an open domain's candidates):
@@ -249,6 +226,41 @@ class LocalHashing(PureOracle, KeyedOracle):
                     hits.view(np.uint8), axis=0, dtype=np.uint16
                 )
         return support
+
+
+class LocalHashing(KeyLocalHashing, PureOracle, KeyedOracle):
+    """Local hashing over a domain of labels (blh, olh of a categorical campaign): the local
+    hashing of their item keys, each label's support counted from the reports."""
+
+    audit_event_count = 4
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        g: int,
+        labels: Sequence[str] | None = None,
+        p: float | None = None,
+    ) -> None:
+        KeyLocalHashing.__init__(self, epsilon=epsilon, g=g, p=p)
+        self.set_domain(domain_size, labels)
+
+    def buckets(
+        self, values: NDArray[np.integer[Any]], seeds: NDArray[np.uint32]
+    ) -> NDArray[np.uint32]:
+        """x = H(item_key(labels[v]), seed) mod g for paired arrays of values and seeds."""
+        values = np.asarray(values, dtype=np.intp)
+        hashes = lh_hash_lanes(self._lane0[values], self._lane1[values], seeds)
+        self._bucket(hashes, np.empty_like(hashes))
+        return hashes
+
+    def perturb_one(self, value: int) -> WireReport:
+        return self.perturb_key(int(self._keys[value]))
+
+    def support(self, batch: ReportBatch) -> NDArray[np.int64]:
+        """For each item v, how many reports have H(v, seed) mod g == y."""
+        return self._support_lanes(batch, self._lane0, self._lane1)
 
     # -- privacy audit ---------------------------------------------------------------------
     def audit_events(self, batch: ReportBatch, value: int, other: int) -> NDArray[np.int64]:

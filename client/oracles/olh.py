@@ -12,7 +12,7 @@ import numpy as np
 
 from ldptel.client.errors import ReportError
 from ldptel.client.oracles.base import ReportBatch, ReportLog, check_epsilon
-from ldptel.client.oracles.local_hashing import MAX_G, LocalHashing
+from ldptel.client.oracles.local_hashing import MAX_G, KeyLocalHashing, LocalHashing
 
 
 def optimal_g(epsilon: float) -> int:
@@ -52,9 +52,10 @@ class OptimizedLocalHashing(LocalHashing):
         return {"g": self.g, **super().derived_params()}
 
 
-class OpenDomainOLH(OptimizedLocalHashing, ReportLog):
+class OpenDomainOLH(KeyLocalHashing, ReportLog):
     """OLH on an open domain (config `max_length`, no domain list): a report is OLH's report of
-    the value's item key, and the window state is the reports themselves (`ReportLog`), since
+    the value's item key (a key mechanism: no domain), and the window state is the reports
+    themselves (`ReportLog`), since
     each report's seed is its own hash function: the estimate of a candidate string v is
     Wang et al.'s (C_v - n/g) / (p - 1/g) with C_v = #{reports: H(item_key(v), seed) mod g
     == y}, counted over the log (`key_support`) when the report is built.
@@ -67,6 +68,14 @@ class OpenDomainOLH(OptimizedLocalHashing, ReportLog):
 
     Log record: seed as u32 and y as u16 (6 bytes) when g <= 2^16, else y as u32 (8 bytes).
     """
+
+    name = "olh"
+
+    def __init__(self, *, epsilon: float, g: int | None = None, p: float | None = None) -> None:
+        super().__init__(epsilon=epsilon, g=optimal_g(epsilon) if g is None else g, p=p)
+
+    def derived_params(self) -> dict[str, Any]:
+        return {"g": self.g, **super().derived_params()}
 
     @property
     def log_record(self) -> np.dtype[Any]:

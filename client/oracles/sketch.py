@@ -13,7 +13,8 @@ value is v, and the collision probability 1/m otherwise (hash j random for the r
 estimate is unbiased and Var = (m/(m-1))^2 (n_v Var[Z | own] + (n - n_v) Var[Z | other]).
 
 The support is the sketch's integer counts: it needs no candidate list, so any item key can be
-estimated from it afterwards (`estimate_keys`), the campaign's labels being only the default.
+estimated from it afterwards (`estimate_keys`). `KeySketch` is the sketch of item keys alone
+(an open-domain campaign's: no domain); `SketchOracle` adds a domain of labels (categorical).
 
 Fixed family: the k functions are public and fixed, so for one family the report of a value
 w != v collides with v under a fraction rho(v, w) of the functions, not exactly 1/m; the
@@ -31,14 +32,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ldptel.client.hashing import item_keys, key_lanes, lh_hash_lanes
-from ldptel.client.oracles.base import (
-    KeyedOracle,
-    ReportBatch,
-    check_int,
-    check_labels,
-)
-from ldptel.client.randomness import Rng
+from ldptel.client.hashing import key_lanes, lh_hash_lanes
+from ldptel.client.oracles.base import ReportMechanism, check_int, check_report_epsilon
+from ldptel.client.oracles.keys import KeyedOracle, KeyMechanism
 
 #: j and l travel and are stored as unsigned 16-bit integers.
 MAX_ROWS = 2**16
@@ -52,26 +48,14 @@ DEFAULT_M = 1024
 _CHUNK_CELLS = 1 << 20
 
 
-class SketchOracle(KeyedOracle):
-    """k hash functions into m cells; subclasses define the report and the debiased sketch."""
+class KeySketch(ReportMechanism, KeyMechanism):
+    """k hash functions into m cells, over item keys; subclasses define the report and the
+    debiased sketch. The window state is the k x m sketch (`support`)."""
 
-    takes_labels = True
-
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        domain_size: int,
-        k: int = DEFAULT_K,
-        m: int = DEFAULT_M,
-        labels: Sequence[str] | None = None,
-    ) -> None:
-        super().__init__(epsilon=epsilon, domain_size=domain_size)
+    def __init__(self, *, epsilon: float, k: int = DEFAULT_K, m: int = DEFAULT_M) -> None:
+        self.requested_epsilon = check_report_epsilon(epsilon)
         self.k = check_int(k, "k", 1, MAX_ROWS)
         self.m = self.check_width(m)
-        self.labels = check_labels(labels, self.domain_size)
-        self._keys = item_keys(self.labels)
-        self._lane0, self._lane1 = key_lanes(self._keys)
         self._seeds = np.arange(self.k, dtype=np.uint32)
         self._m = np.uint32(self.m)
 
@@ -90,32 +74,12 @@ class SketchOracle(KeyedOracle):
         out: NDArray[np.uint32] = lh_hash_lanes(lane0, lane1, rows) % self._m
         return out
 
-    def buckets(
-        self, values: NDArray[np.integer[Any]], rows: NDArray[np.integer[Any]]
-    ) -> NDArray[np.int64]:
-        """h_{rows[i]}(labels[values[i]]) for paired arrays of values and rows."""
-        values = np.asarray(values, dtype=np.intp)
-        seeds = np.asarray(rows, dtype=np.uint32)
-        return self.hashes(self._lane0[values], self._lane1[values], seeds).astype(np.int64)
-
     def key_buckets(
         self, keys: NDArray[np.uint64], rows: NDArray[np.integer[Any]]
     ) -> NDArray[np.int64]:
         """h_{rows[i]} of the item with key keys[i] (any string, in the domain or not)."""
         lane0, lane1 = key_lanes(keys)
         return self.hashes(lane0, lane1, np.asarray(rows, dtype=np.uint32)).astype(np.int64)
-
-    def collision_rate(self, value: int, other: int) -> float:
-        """rho: the fraction of the k functions under which the two items collide (exact,
-        from the real family; the audit uses it)."""
-        h_value = self.buckets(np.full(self.k, value), self._seeds)
-        h_other = self.buckets(np.full(self.k, other), self._seeds)
-        return float(np.count_nonzero(h_value == h_other)) / self.k
-
-    # -- client ----------------------------------------------------------------------------
-    def perturb_batch(self, values: NDArray[np.integer[Any]], rng: Rng) -> ReportBatch:
-        # perturb_keys (KeyedOracle): the report depends on a value only through its key.
-        return self.perturb_keys(self._keys[np.asarray(values, dtype=np.intp)], rng)
 
     # -- aggregator ------------------------------------------------------------------------
     @abstractmethod
@@ -125,9 +89,6 @@ class SketchOracle(KeyedOracle):
 
     @abstractmethod
     def offset(self, n: int) -> float: ...
-
-    def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
-        return self._estimate_lanes(support, n, self._lane0, self._lane1)
 
     def estimate_keys(
         self, support: NDArray[np.int64], n: int, keys: NDArray[np.uint64]
@@ -198,11 +159,44 @@ class SketchOracle(KeyedOracle):
         family: NDArray[np.float64] = (pairs.sum() - pairs) / (self.k * (self.m - 1))
         return family
 
-    def variance(
-        self, n: int, frequencies: NDArray[np.float64] | None = None
-    ) -> NDArray[np.float64]:
+    def key_variance(self, n: int, frequencies: NDArray[np.float64]) -> NDArray[np.float64]:
         # Reports are independent, so Var = (m/(m-1))^2 sum over reports of Var[Z]:
         # (m/(m-1))^2 (n f_v Var_own + n (1 - f_v) Var_other).
-        f = np.zeros(self.domain_size) if frequencies is None else np.asarray(frequencies)
+        f = np.asarray(frequencies)
         scale = (self.m / (self.m - 1)) ** 2
         return scale * n * (f * self.own_variance + (1 - f) * self.other_variance)
+
+
+class SketchOracle(KeySketch, KeyedOracle):
+    """A sketch over a domain of labels (a categorical campaign's cms or hcms): the sketch of
+    their item keys, each label's estimate read from it."""
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        domain_size: int,
+        k: int = DEFAULT_K,
+        m: int = DEFAULT_M,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        KeySketch.__init__(self, epsilon=epsilon, k=k, m=m)
+        self.set_domain(domain_size, labels)
+
+    def buckets(
+        self, values: NDArray[np.integer[Any]], rows: NDArray[np.integer[Any]]
+    ) -> NDArray[np.int64]:
+        """h_{rows[i]}(labels[values[i]]) for paired arrays of values and rows."""
+        values = np.asarray(values, dtype=np.intp)
+        seeds = np.asarray(rows, dtype=np.uint32)
+        return self.hashes(self._lane0[values], self._lane1[values], seeds).astype(np.int64)
+
+    def collision_rate(self, value: int, other: int) -> float:
+        """rho: the fraction of the k functions under which the two items collide (exact,
+        from the real family; the audit uses it)."""
+        h_value = self.buckets(np.full(self.k, value), self._seeds)
+        h_other = self.buckets(np.full(self.k, other), self._seeds)
+        return float(np.count_nonzero(h_value == h_other)) / self.k
+
+    def estimate(self, support: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+        return self._estimate_lanes(support, n, self._lane0, self._lane1)

@@ -210,14 +210,14 @@ def test_a_packed_sketch_state_on_the_cluster_equals_a_single_servers(
     # reports (sparse deltas: BITFIELD) then of 400 (dense: read under WATCH, rewritten).
     from ldptel.client.campaign import CampaignConfig
     from ldptel.client.hashing import item_keys
-    from ldptel.client.oracles.sketch import SketchOracle
+    from ldptel.client.oracles.sketch import KeySketch
 
     config = CampaignConfig.from_dict(
         {"name": "answers", "oracle": "cms", "epsilon": 2, "max_length": 16, "shards": 3,
          "params": {"k": 256, "m": 256}}
     ).as_created()  # fmt: skip
-    oracle = config.build_oracle()
-    assert isinstance(oracle, SketchOracle)
+    oracle = config.build_open()
+    assert isinstance(oracle, KeySketch)
     words = item_keys(f"w{i % 50}" for i in range(2700))
     for client in (cluster_client, redis_client):
         register(client, config)
@@ -250,7 +250,7 @@ def test_an_olh_report_log_on_the_cluster_equals_a_single_servers(
     config = CampaignConfig.from_dict(
         {"name": "answers", "oracle": "olh", "epsilon": 3, "max_length": 16, "shards": 3}
     ).as_created()
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     assert isinstance(oracle, OpenDomainOLH)
     words = item_keys(["tea"] * 900 + ["mate"] * 600 + [f"w{i}" for i in range(900)])
     candidates = Candidates(("tea", "mate", "w1", "cocoa"), "test list")

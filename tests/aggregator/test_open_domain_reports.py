@@ -26,7 +26,7 @@ from ldptel.aggregator.worker import Worker
 from ldptel.client.campaign import CampaignConfig
 from ldptel.client.discovery.threshold import largest_count_bound
 from ldptel.client.hashing import item_keys
-from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.oracles.sketch import KeySketch
 from ldptel.store.registry import Registry
 
 WINDOW = 1_700_006_400
@@ -37,9 +37,9 @@ def open_config(**params: Any) -> CampaignConfig:
     return CampaignConfig.from_dict({**data, "params": params}).as_created()
 
 
-def sketch(config: CampaignConfig) -> SketchOracle:
-    oracle = config.build_oracle()
-    assert isinstance(oracle, SketchOracle)
+def sketch(config: CampaignConfig) -> KeySketch:
+    oracle = config.build_open()
+    assert isinstance(oracle, KeySketch)
     return oracle
 
 
@@ -126,7 +126,7 @@ def test_frequent_strings_are_found_and_strings_of_one_user_never_listed(
     assert discovery["statement"] == POST_PROCESSING
     oracle = sketch(config)
     z = NormalDist().inv_cdf(1 - 0.05 / 305)
-    noise = float(oracle.variance(len(words), np.zeros(1))[0])
+    noise = float(oracle.key_variance(len(words), np.zeros(1))[0])
     # significance.z states the threshold in stderrs of the reports' noise.
     assert report["significance"]["z"] == pytest.approx(discovery["threshold"] / math.sqrt(noise))
     # The stated threshold: the expected shortfall of a candidate nobody holds, at least
@@ -152,7 +152,7 @@ def test_the_null_stderr_matches_the_spread_of_candidates_nobody_holds(redis_cli
     )
 
     oracle = sketch(config)
-    null_variance = float(oracle.variance(len(words), np.zeros(1))[0])
+    null_variance = float(oracle.key_variance(len(words), np.zeros(1))[0])
     null_variance += float(oracle.family_variance(np.array([5000, 3000, 0]))[-1])
     spread = float(np.mean(stats["estimate"][2:] ** 2))  # mean 0 under the null
     # 2000 near-independent null estimates: their mean square / variance is within
@@ -184,7 +184,7 @@ def test_the_release_vectors_hold() -> None:
     assert largest_count_bound(oracle, n, top, z) == pytest.approx(case["count_bound"], rel=1e-12)
     # The vector's threshold is exact; ours rounds the collision offsets up onto a grid of
     # cells of sigma / 64 here: at most 2 cells above, never below.
-    sigma = math.sqrt(float(oracle.variance(n, np.zeros(1))[0]))
+    sigma = math.sqrt(float(oracle.key_variance(n, np.zeros(1))[0]))
     assert case["threshold"] <= threshold <= case["threshold"] + 2 * sigma / 64
     assert float(np.sqrt(stats["variance"][-1])) >= case["null_stderr_with_family"]
 

@@ -40,7 +40,7 @@ def olh_config(shards: int = 1, epsilon: float = 4.0) -> CampaignConfig:
 
 
 def olh(config: CampaignConfig) -> OpenDomainOLH:
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     assert isinstance(oracle, OpenDomainOLH)
     return oracle
 
@@ -182,14 +182,14 @@ def test_the_threshold_is_the_exact_binomial_quantile_and_the_variance_exact(
     support = log_candidate_support(oracle, log, candidates)
     stats, threshold = log_statistics(oracle, support, n, ReportOptions())
 
-    null_variance = float(oracle.variance(n, None)[0])
+    null_variance = float(oracle.key_variance(n, np.zeros(1))[0])
     spread = float(np.mean(stats["estimate"][2:] ** 2))  # mean 0 under the null
     # 2000 independent null estimates: mean square / variance within 4 sqrt(2/2000) = 0.13
     # of 1 but with probability ~6e-5 (chi-square, normal approximation).
     assert spread / null_variance == pytest.approx(1.0, abs=0.13)
     # Stated: the exact variance at the clipped estimated f_v (plug-in); none is listed, so
     # each null candidate's f_v is at most threshold / n.
-    at_threshold = float(oracle.variance(n, np.array([threshold / n]))[0])
+    at_threshold = float(oracle.key_variance(n, np.array([threshold / n]))[0])
     assert null_variance <= stats["variance"][2:].min()
     assert stats["variance"][2:].max() <= at_threshold
     for heavy, count in ((0, 5000), (1, 3000)):
@@ -228,7 +228,7 @@ def test_frequent_strings_are_found_and_strings_of_one_user_never_listed(
     assert discovery["statement"] == POST_PROCESSING
     assert report["significance"]["rule"] == LOG_DISCOVERY_RULE
     oracle = olh(config)
-    null_stderr = math.sqrt(float(oracle.variance(len(words), None)[0]))
+    null_stderr = math.sqrt(float(oracle.key_variance(len(words), np.zeros(1))[0]))
     assert report["significance"]["z"] == pytest.approx(discovery["threshold"] / null_stderr)
     for item in report["items"]:
         assert item["threshold"] == discovery["threshold"] < item["estimate"]
@@ -255,7 +255,7 @@ def test_the_open_domain_olh_vectors_hold() -> None:
     assert records.hex() == "".join(r["record"] for r in reports)
     assert support.tolist() == vectors["support"]
     assert stats["estimate"].tolist() == pytest.approx(vectors["estimate"], rel=1e-12)
-    assert float(oracle.variance(len(reports), None)[0]) == pytest.approx(
+    assert float(oracle.key_variance(len(reports), np.zeros(1))[0]) == pytest.approx(
         vectors["null_variance"], rel=1e-12
     )
     assert threshold == pytest.approx(vectors["threshold"], rel=1e-12)

@@ -72,7 +72,7 @@ def test_the_threshold_is_stated_and_derived_from_the_exact_variance(found: Foun
     # above it: the collisions of 1024 rows with strings of ~200 users per group add little.
     tail = 1e-3 / discovery.candidates
     z = NormalDist().inv_cdf(1 - tail)
-    noise = float(pem.oracle.variance(size, np.zeros(1))[0])
+    noise = float(pem.oracle.key_variance(size, np.zeros(1))[0])
     alone = math.sqrt(noise) * NormalDist().pdf(z) / tail * discovery.n / size
     assert alone <= discovery.threshold <= 1.02 * alone
     assert discovery.candidates > len(discovery.values)
@@ -89,7 +89,7 @@ def test_absent_strings_clear_the_threshold_at_the_rate_it_promises() -> None:
     support = simulate_support(oracle, counts, np.random.default_rng(3))
     absent = item_keys(f"absent-{i}" for i in range(4_000))
     estimate = pem.oracle.estimate_keys(support, 20_000, absent)
-    sigma0 = math.sqrt(float(pem.oracle.variance(20_000, np.zeros(1))[0]))
+    sigma0 = math.sqrt(float(pem.oracle.key_variance(20_000, np.zeros(1))[0]))
     rate = 1 - NormalDist().cdf(2.0)
     cleared = int(np.count_nonzero(estimate > 2.0 * sigma0))
     assert abs(cleared - 4_000 * rate) < 5 * math.sqrt(4_000 * rate * (1 - rate)), cleared
@@ -111,7 +111,7 @@ def test_the_scaled_estimate_is_unbiased_with_the_stated_variance() -> None:
     # all users averages 1,500 and varies as stated (oracle + the group's sampling term):
     # the mean within 4.5 standard errors, the variance ratio inside chi-square bounds at
     # 1e-4 each side (false failure about 1e-4 in all). A sketch of 256 x 256 keeps the
-    # fixed hash family's offset (SketchOracle.family_variance: standard deviation about 8
+    # fixed hash family's offset (KeySketch.family_variance: standard deviation about 8
     # users here) well below the mean's tolerance (about 30); with 8 x 16 it was -167 users.
     pem = PrefixExtendingMethod(epsilon=2.0, max_length=2, top_k=2, k=256, m=256)
     assert pem.groups == 2
@@ -141,7 +141,7 @@ def test_the_threshold_holds_for_the_worst_collisions_with_the_most_held_string(
     z = NormalDist().inv_cdf(1 - 0.01 / 3)
     largest = largest_count_bound(pem.oracle, 10_000, 1_000.0, z)
     assert found.threshold == 2 * release_threshold(pem.oracle, 10_000, largest, 0.01 / 3)
-    noise = float(pem.oracle.variance(10_000, np.zeros(1))[0])
+    noise = float(pem.oracle.key_variance(10_000, np.zeros(1))[0])
     family = 1_000 * 999 / (16 * 63)
     assert found.threshold > 2 * z * math.sqrt(noise + family)
     assert found.values == ("a",) and found.candidates == 3

@@ -36,7 +36,7 @@ def test_report_lists_the_candidates_that_clear_the_release_threshold(
     ).as_created()  # fmt: skip
     register(redis_client, config)
     words = ["yes"] * 1500 + ["no"] * 500 + [f"maybe {i}" for i in range(500)]
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     append(redis_client, config, oracle.perturb_keys(item_keys(words), np.random.default_rng(1)),
            window=WINDOW)  # fmt: skip
     assert main(["aggregator", "run", "--once", "--quiet", "--redis-url", redis_url]) == 0
@@ -88,7 +88,7 @@ def test_a_stored_candidate_list_is_in_every_window_the_aggregator_builds(
     ).as_created()  # fmt: skip
     register(redis_client, config)
     words = ["yes"] * 1500 + ["no"] * 500 + [f"maybe {i}" for i in range(500)]
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     for day in range(2):
         rng = np.random.default_rng(day)
         append(redis_client, config, oracle.perturb_keys(item_keys(words), rng),

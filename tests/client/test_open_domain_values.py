@@ -21,7 +21,7 @@ from ldptel.client.hashing import item_keys
 from ldptel.client.labels import CONTROL_CHARACTER, check_candidates
 from ldptel.client.oracles import make_oracle
 from ldptel.client.oracles.olh import OpenDomainOLH
-from ldptel.client.oracles.sketch import SketchOracle
+from ldptel.client.oracles.sketch import KeySketch
 from ldptel.client.status import ReportStatus
 
 OPEN = {"name": "answers", "oracle": "cms", "epsilon": 2.0, "max_length": 16}
@@ -60,7 +60,7 @@ def test_auto_chooses_olh_of_lowest_variance_and_states_its_costs(epsilon: float
     best = CampaignConfig.from_dict({**OPEN, "epsilon": epsilon, "oracle": "auto"})
 
     assert best.oracle == "olh" and best.oracle_choice is not None
-    assert isinstance(best.build_oracle(), OpenDomainOLH)
+    assert isinstance(best.build_open(), OpenDomainOLH)
     rows = {row["oracle"]: row for row in best.oracle_choice["candidates"]}
     # Per report: OLH's exact q(1 - q)/(p - q)^2 at its integer g, q = 1/g, below CMS's
     # e^(eps/2)/(e^(eps/2) - 1)^2 (m/(m - 1))^2 + 1/(m - 1) (docs/protocol.md, "cms").
@@ -164,8 +164,8 @@ def test_the_open_domain_vectors_hold() -> None:
     config = CampaignConfig.from_dict(vectors["config"], stored=True)
     assert config.canonical_json() == vectors["config_json"]
     assert config.config_id == vectors["config_id"]
-    oracle = config.build_oracle()
-    assert isinstance(oracle, SketchOracle)
+    oracle = config.build_open()
+    assert isinstance(oracle, KeySketch)
     for case in vectors["values"]:
         if not case["accepted"]:
             with pytest.raises(InvalidValueError):
@@ -205,7 +205,7 @@ def test_any_two_free_texts_are_epsilon_apart_by_the_exact_audit(
 
 def test_an_open_domain_olh_config_serves_g_and_p_and_reports_a_text_by_its_item_key() -> None:
     config = CampaignConfig.from_dict({**OPEN, "oracle": "olh"}).as_created()
-    oracle = config.build_oracle()
+    oracle = config.build_open()
 
     assert config.params["g"] == round(np.exp(2.0) + 1) == 8
     assert isinstance(oracle, OpenDomainOLH) and oracle.g == 8
@@ -224,7 +224,7 @@ def test_an_olh_log_record_holds_a_report_in_6_bytes_or_8_past_g_2_16(
     epsilon: float, g: int, record: int
 ) -> None:
     config = CampaignConfig.from_dict({**OPEN, "oracle": "olh", "epsilon": epsilon}).as_created()
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     assert isinstance(oracle, OpenDomainOLH) and oracle.g == g
     batch = oracle.perturb_keys(item_keys(["a", "b", "c"] * 100), np.random.default_rng(5))
 

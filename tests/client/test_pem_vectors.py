@@ -20,8 +20,8 @@ from ldptel.client.discovery import PrefixExtendingMethod
 from ldptel.client.discovery.pem import padded_bits, possible_prefix
 from ldptel.client.errors import InvalidValueError, ReportError
 from ldptel.client.hashing import item_keys
-from ldptel.client.oracles.cms import CountMeanSketch
-from ldptel.client.oracles.hcms import HadamardCountMeanSketch
+from ldptel.client.oracles.cms import OpenDomainCMS
+from ldptel.client.oracles.hcms import OpenDomainHCMS
 from ldptel.client.samplers import base256_digits
 
 VECTORS = json.loads((Path(__file__).parents[1] / "vectors" / "pem.json").read_text("utf-8"))
@@ -73,7 +73,7 @@ def draws_of(pem: PrefixExtendingMethod, row: dict[str, Any]) -> list[Draw]:
         ("below", pem.groups, row["group"]),
         ("below", pem.oracle.k, row["j"]),
     ]
-    if isinstance(pem.oracle, CountMeanSketch):
+    if isinstance(pem.oracle, OpenDomainCMS):
         # Bit i != bucket is its q-coin (1 iff flipped); the bucket's is its p-coin (1 iff
         # not flipped), drawn after the q-coins and replacing the bucket's q-coin.
         flipped = set(row["flipped"])
@@ -100,10 +100,10 @@ def test_the_config_is_created_with_these_bytes_and_id(case: dict[str, Any]) -> 
     assert list(pem.lengths) == case["prefix_lengths"]
     # Not served: the sketch's probabilities, derived from epsilon as docs/protocol.md says.
     served = case["sketch_probabilities"]
-    if isinstance(pem.oracle, HadamardCountMeanSketch):
+    if isinstance(pem.oracle, OpenDomainHCMS):
         assert pem.oracle.flip == served["f"]
     else:
-        assert isinstance(pem.oracle, CountMeanSketch)
+        assert isinstance(pem.oracle, OpenDomainCMS)
         assert (pem.oracle.p, pem.oracle.q) == (served["p"], served["q"])
 
 
@@ -236,7 +236,7 @@ def test_discovery_estimates_every_steps_candidates_and_keeps_the_top_k(
     # below; the same values listed, with the same estimates and stderr.
     release = discovery["release"]
     found = pem.discover(sketches, counts)
-    sigma = math.sqrt(float(pem.oracle.variance(counts[-1], np.zeros(1))[0]))
+    sigma = math.sqrt(float(pem.oracle.key_variance(counts[-1], np.zeros(1))[0]))
     cells = 2 * sigma / 64 * found.n / counts[-1]
     assert release["threshold"] <= found.threshold <= release["threshold"] + cells
     assert list(found.values) == [item["value"] for item in release["listed"]]

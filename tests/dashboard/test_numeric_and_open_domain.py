@@ -69,7 +69,7 @@ def open_campaign(client: Any, frequent: tuple[str, str] = ("tea", "coffee")) ->
          "params": {"k": 64, "m": 256}}
     ).as_created()  # fmt: skip
     Registry(client).create(config)
-    oracle = config.build_oracle()
+    oracle = config.build_open()
     words = [frequent[0]] * 900 + [frequent[1]] * 600 + ["mate"]
     append(client, config, oracle.perturb_keys(item_keys(words), np.random.default_rng(6)), WINDOW)  # type: ignore[attr-defined]
     Worker(client).run_pass()

@@ -1,5 +1,5 @@
 """The SDK's one-report paths (scalar draws from the client's CSPRNG: `perturb_key` of the
-keyed oracles, `perturb_one` of unary encoding, PEM's `perturb`) have exactly the law of the
+key mechanisms, `perturb_one` of unary encoding, PEM's `perturb`) have exactly the law of the
 batch paths the audits and the vectors check: each law below is tested on reports of the
 scalar path alone (the batch path switched off), with a broken variant each test rejects."""
 
@@ -16,9 +16,9 @@ from scipy import stats
 from ldptel.client.discovery import PrefixExtendingMethod
 from ldptel.client.discovery.pem import padded_bits, prefix_label, value_bytes
 from ldptel.client.hashing import item_key
-from ldptel.client.oracles.base import KeyedOracle
-from ldptel.client.oracles.cms import CountMeanSketch
-from ldptel.client.oracles.hcms import HadamardCountMeanSketch
+from ldptel.client.oracles.cms import CountMeanSketch, OpenDomainCMS
+from ldptel.client.oracles.hcms import HadamardCountMeanSketch, OpenDomainHCMS
+from ldptel.client.oracles.keys import KeyMechanism
 from ldptel.client.oracles.olh import OpenDomainOLH
 from ldptel.client.oracles.oue import OptimizedUnaryEncoding
 from ldptel.client.oracles.sue import SymmetricUnaryEncoding
@@ -46,7 +46,7 @@ def bit_rates_z(bits: np.ndarray, own: np.ndarray, p: float, q: float) -> tuple[
     return float(z_own), (others - m * q) / math.sqrt(m * q * (1 - q))
 
 
-def cms_reports(oracle: CountMeanSketch, text: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+def cms_reports(oracle: OpenDomainCMS, text: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     reports = [oracle.perturb_string(text, SecureRandom()) for _ in range(n)]
     decoded = oracle.decode(reports)
     bits = np.unpackbits(decoded["bits"], axis=1, count=oracle.m).astype(bool)
@@ -54,7 +54,7 @@ def cms_reports(oracle: CountMeanSketch, text: str, n: int) -> tuple[np.ndarray,
 
 
 def test_cms_one_report_has_the_exact_law(monkeypatch: pytest.MonkeyPatch) -> None:
-    oracle = CountMeanSketch(epsilon=1.0, domain_size=2, k=8, m=32)
+    oracle = OpenDomainCMS(epsilon=1.0, k=8, m=32)
     scalar_only(oracle, monkeypatch)
     rows, bits = cms_reports(oracle, "not a label", 20_000)
     own = oracle.key_buckets(np.full(rows.size, item_key("not a label"), np.uint64), rows)
@@ -68,7 +68,7 @@ def test_cms_one_report_has_the_exact_law(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_hcms_one_report_has_the_exact_law(monkeypatch: pytest.MonkeyPatch) -> None:
     # P[j, l, bit] = 1/(k m) times 1 - f if bit is the sign H[l, h_j(v)], else f.
-    oracle = HadamardCountMeanSketch(epsilon=1.0, domain_size=2, k=4, m=8)
+    oracle = OpenDomainHCMS(epsilon=1.0, k=4, m=8)
     scalar_only(oracle, monkeypatch)
     n, key = 40_000, item_key("free text")
     reports = [oracle.perturb_string("free text", SecureRandom()) for _ in range(n)]
@@ -85,7 +85,7 @@ def test_hcms_one_report_has_the_exact_law(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_open_domain_olh_one_report_has_the_exact_law(monkeypatch: pytest.MonkeyPatch) -> None:
-    oracle = OpenDomainOLH(epsilon=1.0, domain_size=2)
+    oracle = OpenDomainOLH(epsilon=1.0)
     scalar_only(oracle, monkeypatch)
     n, key = 40_000, item_key("anything")
     reports = [oracle.perturb_string("anything", SecureRandom()) for _ in range(n)]
@@ -135,12 +135,12 @@ def test_pem_one_report_is_a_uniform_group_and_the_sketch_law_of_its_prefix(
     groups = np.array([r["group"] for r in reports])
     assert stats.chisquare(np.bincount(groups, minlength=pem.groups)).pvalue > ALPHA
     rows = np.array([r["j"] for r in reports])
-    if isinstance(oracle, CountMeanSketch):
+    if isinstance(oracle, OpenDomainCMS):
         sketch_reports = [{"j": r["j"], "bits": r["bits"]} for r in reports]
         bits = np.unpackbits(oracle.decode(sketch_reports)["bits"], axis=1, count=8)
         rate = oracle.p
     else:
-        assert isinstance(oracle, HadamardCountMeanSketch)
+        assert isinstance(oracle, OpenDomainHCMS)
         columns, sent = np.array([r["l"] for r in reports]), np.array([r["bit"] for r in reports])
         rate = 1 - oracle.flip
 
@@ -148,7 +148,7 @@ def test_pem_one_report_is_a_uniform_group_and_the_sketch_law_of_its_prefix(
         """z of how often a report supports `value`'s prefix of its group, against `rate`."""
         keys = np.array([item_key(pem.prefix(value, g)) for g in groups.tolist()], np.uint64)
         cells = oracle.key_buckets(keys, rows)
-        if isinstance(oracle, CountMeanSketch):
+        if isinstance(oracle, OpenDomainCMS):
             supports = bits[np.arange(n), cells].astype(bool)
         else:
             supports = oracle.signs(cells, columns) == sent.astype(bool)
@@ -158,8 +158,9 @@ def test_pem_one_report_is_a_uniform_group_and_the_sketch_law_of_its_prefix(
     assert abs(support_z("zz")) > LIMIT  # another value's prefixes: the check can fail
 
 
-def test_every_keyed_oracle_has_a_one_report_path() -> None:
+def test_every_key_mechanism_has_a_one_report_path() -> None:
     # perturb_key's default goes through perturb_keys (numpy's per-call overhead); the open
-    # domains' oracles all override it.
-    for cls in (CountMeanSketch, HadamardCountMeanSketch, OpenDomainOLH):
-        assert cls.perturb_key is not KeyedOracle.perturb_key, cls
+    # domains' key mechanisms, and the categorical sketches built on them, all override it.
+    for cls in (OpenDomainCMS, OpenDomainHCMS, OpenDomainOLH, CountMeanSketch):
+        assert cls.perturb_key is not KeyMechanism.perturb_key, cls
+    assert HadamardCountMeanSketch.perturb_key is OpenDomainHCMS.perturb_key
