@@ -10,7 +10,6 @@ document, as dashboard/series.py keeps the items of other campaigns.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,8 +26,7 @@ from ldptel.aggregator.model import (
 from ldptel.aggregator.reports import OK
 from ldptel.client.errors import ParameterError
 from ldptel.dashboard.charts import TrendPoint
-from ldptel.dashboard.series import LOAD_CHUNK, views, window_label
-from ldptel.store import reports
+from ldptel.dashboard.series import WindowCache, views, window_label
 from ldptel.store.connection import RedisClient
 
 #: How a cell's labels are joined in the `cell` parameter and the page's data attributes.
@@ -166,33 +164,20 @@ def cell_window(report: Report, version: int) -> CellWindow:
     )  # fmt: skip
 
 
+def _cell_window(window: int, raw: bytes, version: int) -> CellWindow | None:
+    report = views(from_json(raw)).get("")
+    return None if report is None else cell_window(report, version)
+
+
 class CellSeries:
-    """Every stored window of breakdown campaigns as cells (thread-safe: one lock)."""
+    """Every stored window of breakdown campaigns as cells (thread-safe)."""
 
     def __init__(self, client: RedisClient) -> None:
-        self.client = client
-        self._lock = threading.Lock()
-        self._windows: dict[tuple[str, int], CellWindow] = {}
+        self._windows = WindowCache(client, _cell_window)
 
     def windows(self, name: str) -> list[CellWindow]:
-        """Oldest first; only new or rebuilt documents are read from Redis."""
-        versions = reports.versions(self.client, name)
-        with self._lock:
-            stale = [
-                window
-                for window, version in versions.items()
-                if (held := self._windows.get((name, window))) is None or held.version != version
-            ]
-        fresh = {}
-        for start in range(0, len(stale), LOAD_CHUNK):
-            chunk = stale[start : start + LOAD_CHUNK]
-            for window, raw in zip(chunk, reports.load_many(self.client, name, chunk), strict=True):
-                report = None if raw is None else views(from_json(raw)).get("")
-                if report is not None:
-                    fresh[window] = cell_window(report, versions[window])
-        with self._lock:
-            self._windows.update(((name, w), held) for w, held in fresh.items())
-            return [w for v in sorted(versions) if (w := self._windows.get((name, v))) is not None]
+        """Oldest first; only new or rebuilt documents are read from Redis (WindowCache)."""
+        return self._windows.windows(name)
 
     def trend(self, name: str, pair: tuple[str, str], cell: tuple[str, str]) -> list[TrendPoint]:
         """One cell across the campaign's windows: its numbers where the window's report has

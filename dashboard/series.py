@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -193,14 +194,57 @@ class WindowNumbers:
     by_level: dict[str, Numbers]
 
 
+class Versioned(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+Held = TypeVar("Held", bound=Versioned)
+
+
+class WindowCache(Generic[Held]):
+    """Per (campaign, window) what `build(window, document, version)` makes of a stored
+    document, kept while the
+    store's index gives the document the same version (thread-safe: one lock)."""
+
+    def __init__(
+        self, client: RedisClient, build: Callable[[int, bytes, int], Held | None]
+    ) -> None:
+        self.client, self.build = client, build
+        self._lock = threading.Lock()
+        self._windows: dict[tuple[str, int], Held] = {}
+
+    def windows(self, name: str) -> list[Held]:
+        """Every stored window of a campaign that `build` keeps, oldest first; only new or
+        rebuilt documents are read from Redis, LOAD_CHUNK per round trip (a year of
+        documents of 1,000 items is ~90 MB: never all in one reply)."""
+        versions = reports.versions(self.client, name)
+        with self._lock:
+            stale = [
+                window
+                for window, version in versions.items()
+                if (held := self._windows.get((name, window))) is None or held.version != version
+            ]
+        fresh = {}
+        for start in range(0, len(stale), LOAD_CHUNK):
+            chunk = stale[start : start + LOAD_CHUNK]
+            for window, raw in zip(chunk, reports.load_many(self.client, name, chunk), strict=True):
+                built = None if raw is None else self.build(window, raw, versions[window])
+                if built is not None:
+                    fresh[window] = built
+        with self._lock:
+            self._windows.update(((name, w), built) for w, built in fresh.items())
+            return [w for v in versions if (w := self._windows.get((name, v))) is not None]
+
+
 class Campaigns:
-    """Reads and caches the stored documents of every campaign (thread-safe: one lock)."""
+    """Reads and caches the stored documents of every campaign (thread-safe)."""
 
     def __init__(self, client: RedisClient) -> None:
         self.client = client
         self._lock = threading.Lock()
-        self._windows: dict[tuple[str, int], WindowNumbers] = {}
         self._domains: Domains = {}
+        self._windows = WindowCache(client, self._numbers)
         #: The last full document read per campaign, with its window and version.
         self._documents: dict[str, tuple[int, int, WindowDocument]] = {}
 
@@ -228,38 +272,16 @@ class Campaigns:
         except REDIS_ERRORS:
             return
 
-    def _load(self, name: str, windows: list[int]) -> Iterator[tuple[int, bytes | None]]:
-        """The stored documents of `windows`, LOAD_CHUNK per round trip (a year of documents
-        of 1,000 items is ~90 MB: never all in one reply)."""
-        for start in range(0, len(windows), LOAD_CHUNK):
-            chunk = windows[start : start + LOAD_CHUNK]
-            yield from zip(chunk, reports.load_many(self.client, name, chunk), strict=True)
-
     def windows(self, name: str) -> list[WindowNumbers]:
-        """Every stored window of a campaign, oldest first; only new or rebuilt documents
-        are read from Redis."""
-        versions = reports.versions(self.client, name)
-        with self._lock:
-            stale = [
-                window
-                for window, version in versions.items()
-                if (held := self._windows.get((name, window))) is None or held.version != version
-            ]
-        fresh = {}
-        for window, raw in self._load(name, stale):
-            if raw is not None:
-                document = from_json(raw)
-                by_level = {
-                    level: numbers(report, self._domains)
-                    for level, report in views(document).items()
-                }
-                fresh[window] = WindowNumbers(
-                    window, versions[window], document["built_at"], by_level
-                )
-        with self._lock:
-            for window, held in fresh.items():
-                self._windows[(name, window)] = held
-            return [w for v in versions if (w := self._windows.get((name, v))) is not None]
+        """Every stored window of a campaign, oldest first (WindowCache)."""
+        return self._windows.windows(name)
+
+    def _numbers(self, window: int, raw: bytes, version: int) -> WindowNumbers:
+        document = from_json(raw)
+        by_level = {
+            level: numbers(report, self._domains) for level, report in views(document).items()
+        }
+        return WindowNumbers(window, version, document["built_at"], by_level)
 
 
 def trend(windows: list[WindowNumbers], level: str, item: str) -> list[TrendPoint]:
