@@ -51,6 +51,18 @@ def fill(client: redis.Redis, config: CampaignConfig, n: int) -> None:
         pipe.execute()
 
 
+def filled(client: redis.Redis, oracle: str, d: int, n: int) -> CampaignConfig:
+    """An empty Redis but for one campaign of `oracle` at domain size d, n reports pending."""
+    client.flushdb()
+    config = CampaignConfig.from_dict(
+        {"name": f"bench-{oracle}-{d}", "oracle": oracle, "epsilon": 1.0,
+         "domain": [f"v{i}" for i in range(d)]}
+    )  # fmt: skip
+    register(client, config)
+    fill(client, config, n)
+    return config
+
+
 def register(client: redis.Redis, config: CampaignConfig) -> None:
     client.set(keys.config(config.config_id), config.canonical_json())
     client.hset(keys.campaign(config.name), mapping={"config_id": config.config_id})
@@ -59,13 +71,7 @@ def register(client: redis.Redis, config: CampaignConfig) -> None:
 
 def measure(url: str, oracle: str, d: int, n: int) -> dict[str, Any]:
     client = redis.Redis.from_url(url)
-    client.flushdb()
-    config = CampaignConfig.from_dict(
-        {"name": f"bench-{oracle}-{d}", "oracle": oracle, "epsilon": 1.0,
-         "domain": [f"v{i}" for i in range(d)]}
-    )  # fmt: skip
-    register(client, config)
-    fill(client, config, n)
+    config = filled(client, oracle, d, n)
     worker = Worker(client, build_reports=False)
     tracemalloc.start()
     redis_cpu, cpu, started = redis_cpu_seconds(client), time.process_time(), time.perf_counter()

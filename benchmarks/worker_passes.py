@@ -17,10 +17,9 @@ import statistics
 import time
 
 import redis
-from aggregate import fill, register
+from aggregate import filled
 
 from ldptel.aggregator.worker import Worker
-from ldptel.client.campaign import CampaignConfig
 from ldptel.store.redis_server import RedisServer
 
 CASES = (("de", 64, 50_000), ("olh", 64, 10_000), ("oue", 1024, 25_000))
@@ -28,13 +27,7 @@ CASES = (("de", 64, 50_000), ("olh", 64, 10_000), ("oue", 1024, 25_000))
 
 def pass_cpu(client: redis.Redis, oracle: str, d: int, n: int) -> tuple[float, float]:
     """CPU seconds of the pass that counts n reports and of the idle pass after it."""
-    client.flushdb()
-    config = CampaignConfig.from_dict(
-        {"name": f"bench-{oracle}", "oracle": oracle, "epsilon": 1.0,
-         "domain": [f"v{i}" for i in range(d)]}
-    )  # fmt: skip
-    register(client, config)
-    fill(client, config, n)
+    filled(client, oracle, d, n)
     worker = Worker(client, build_reports=False)
     started = time.process_time()
     stats = worker.run_pass()
