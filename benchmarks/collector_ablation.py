@@ -22,8 +22,7 @@ import subprocess
 import sys
 from typing import Any
 
-import requests
-from collector_floor import serve_floor, wait_ready
+from collector_floor import create_campaign, serve_floor, wait_ready
 from collector_ingest import ADMIN, cpu_seconds, free_port, http_rate, make_body, process_tree
 
 from ldptel.client.campaign import CampaignConfig
@@ -85,10 +84,8 @@ def start(variant: str, redis_url: str, config: CampaignConfig) -> tuple[Any, in
         env=env, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     wait_ready(url)
-    admin = {"Authorization": f"Bearer {ADMIN}"}
-    created = requests.post(f"{url}/v1/campaigns", json=config.to_dict(), headers=admin)
-    token = requests.post(f"{url}/v1/tokens", json={"app": "bench"}, headers=admin)
-    return server, port, token.json()["token"], make_body(config, created.json()["config_id"], 1)
+    config_id, token = create_campaign(url, config)
+    return server, port, token, make_body(config, config_id, 1)
 
 
 def main() -> None:

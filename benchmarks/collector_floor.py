@@ -80,6 +80,14 @@ def wait_ready(url: str) -> None:
     raise RuntimeError(f"{url} never became ready")
 
 
+def create_campaign(url: str, config: CampaignConfig) -> tuple[str, str]:
+    """`config` created on the collector at `url`, and an ingest token: (config id, token)."""
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    created = requests.post(f"{url}/v1/campaigns", json=config.to_dict(), headers=admin)
+    token = requests.post(f"{url}/v1/tokens", json={"app": "bench"}, headers=admin)
+    return created.json()["config_id"], token.json()["token"]
+
+
 def measure(
     port: int, token: str, body: bytes, batch: int, pids: list[int], seconds: float
 ) -> dict[str, float]:
@@ -114,11 +122,7 @@ def main() -> None:
             url = f"http://127.0.0.1:{ours_port}"
             wait_ready(url)
             wait_ready(f"http://127.0.0.1:{floor_port}")
-            admin = {"Authorization": f"Bearer {ADMIN}"}
-            created = requests.post(f"{url}/v1/campaigns", json=config.to_dict(), headers=admin)
-            config_id = created.json()["config_id"]
-            token = requests.post(f"{url}/v1/tokens", json={"app": "bench"}, headers=admin)
-            token_value = token.json()["token"]
+            config_id, token_value = create_campaign(url, config)
             ours_pids = [*process_tree(collector.pid), ours_redis.process.pid]  # type: ignore[union-attr]
             floor_pids = [*process_tree(floor.pid), floor_redis.process.pid]  # type: ignore[union-attr]
             print(
