@@ -9,6 +9,9 @@ import json
 import math
 from typing import Any
 
+#: A float sum of n terms is off by at most about n 2^-53 of its terms' magnitude whichever
+#: order a kernel adds them in: 1e-12 covers sums of up to ~9,000 terms, and a real change
+#: to a document moves far more digits.
 REL = ABS = 1e-12
 
 
