@@ -63,6 +63,9 @@ def test_a_claim_is_a_lease_kept_while_held_and_taken_over_once_expired(
     config = collector.campaign(reports_per_window=10)
     cache_the_config(collector, open_reporter)
     monkeypatch.setattr(spool, "CLAIM_SECONDS", 4.0)
+    # From the start: A's late answer is logged whenever its timeout ends, even before B's
+    # flush below returns on a slow machine.
+    caplog.set_level(logging.INFO, logger="ldptel.client")
     silent = SilentServer()
     try:
         # A's request waits (timeout 8 s) on a collector that never answers; its lease on
@@ -77,9 +80,8 @@ def test_a_claim_is_a_lease_kept_while_held_and_taken_over_once_expired(
         assert b.stats()["pending_batches"] == 1
         assert b.flush(timeout=20)  # the lease expired: B sent it, under A's key
         assert list(sent_reports(collector.faults.posted()[-1:])) == [key]
-        with caplog.at_level(logging.INFO, logger="ldptel.client"):
-            # A's request timed out: its late answer
-            wait_for(lambda: a._sender.last_error is not None, "A's request timed out")
+        # A's request timed out: its late answer
+        wait_for(lambda: a._sender.last_error is not None, "A's request timed out")
         assert "another sender has it now" in caplog.text
         a.close(timeout=0)
     finally:
