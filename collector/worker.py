@@ -16,7 +16,7 @@ import signal
 import socket
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -221,7 +221,7 @@ class HeadWithBody:
     the next one. Anything else done with the socket (send, sendfile, shutdown, close)
     sends what is held first, and so does `flush` once the request is answered."""
 
-    __slots__ = ("_sock", "_held", "_first")
+    __slots__ = ("_first", "_held", "_sock")
 
     def __init__(self, sock: Any) -> None:
         self._sock = sock
@@ -240,10 +240,8 @@ class HeadWithBody:
         handling of the connection sees it)."""
         held, self._held = self._held, b""
         if held:
-            try:
+            with suppress(OSError):
                 self._sock.sendall(held)
-            except OSError:
-                pass
 
     def __getattr__(self, name: str) -> Any:
         self.flush()
