@@ -26,7 +26,7 @@ from typing import Any
 
 import redis
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 #: The most calls in one pipeline: a bound on the memory and the time of one round trip.
 MAX_GROUP = 256
@@ -70,6 +70,7 @@ class GroupCommit:
         self._lock = threading.Lock()
         self._waiting: list[_Call] = []
         self._leading = False
+        self._connection: Any = None  # a redis.Connection (redis-py leaves it untyped)
 
     def run(self, keys: Sequence[str], args: Sequence[Any]) -> Reply:
         """The script's reply for these keys and arguments (its error raised)."""
@@ -108,16 +109,16 @@ class GroupCommit:
                 call.done.set()
 
     def _send(self, group: list[_Call]) -> None:
-        """One pipeline of the group's scripts (and the WAIT); a script Redis does not have
-        yet (a new or restarted server) is loaded and its calls sent again."""
+        """One round trip of the group's scripts (and the WAIT); a script Redis does not
+        have yet (a new or restarted server) is loaded and its calls sent again."""
         pending = group
         for _ in range(2):
-            pipe = self.client.pipeline(transaction=False)
-            for call in pending:
-                pipe.evalsha(self.script.sha, len(call.keys), *call.keys, *call.args)
+            commands = [
+                ("EVALSHA", self.script.sha, len(c.keys), *c.keys, *c.args) for c in pending
+            ]
             if self.wait_replicas:
-                pipe.wait(self.wait_replicas, self.wait_timeout_ms)
-            replies = pipe.execute(raise_on_error=False)
+                commands.append(("WAIT", self.wait_replicas, self.wait_timeout_ms))
+            replies = self._round_trip(commands)
             acknowledged = replies.pop() if self.wait_replicas else 0
             if isinstance(acknowledged, Exception):
                 raise acknowledged
@@ -135,3 +136,28 @@ class GroupCommit:
             pending = missing
         for call in pending:
             call.error = NoScriptError("the script was not kept by Redis")
+
+    def _round_trip(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """The commands' replies (an error reply as its exception), in order, sent at once on
+        the leaders' own connection. It is held, not checked out of the pool per round (the
+        checkout's locks and health poll cost as much as the send). A connection lost or
+        timed out is reconnected and the round sent again as the client's Retry says, as
+        redis-py's own pipelines do: a script that ran is answered from its mark then."""
+        if self._connection is None:
+            self._connection = self.client.connection_pool.get_connection()
+        connection = self._connection
+
+        def exchange() -> list[Any]:
+            connection.send_packed_command(connection.pack_commands(commands))
+            replies: list[Any] = []
+            for _ in commands:
+                try:
+                    replies.append(connection.read_response())
+                except ResponseError as error:
+                    replies.append(error)
+            return replies
+
+        replies: list[Any] = connection.retry.call_with_retry(
+            exchange, lambda error: connection.disconnect()
+        )
+        return replies

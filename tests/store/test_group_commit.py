@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from waiting import scaled, wait_for
 
 from ldptel.store.group_commit import GroupCommit
@@ -21,33 +23,35 @@ return {KEYS[1], ARGV[1]}
 
 
 class Gated(redis.Redis):
-    """A client whose first pipeline waits for `gate` before it runs, so that callers pile
-    up behind it; it counts the pipelines run."""
+    """A client whose connections wait for `gate` before they send, so that callers pile up
+    behind the first; it counts the round trips sent and can fail them."""
 
     gate: threading.Event
-    pipelines: int
-    fail_with: Exception | None
+    rounds: int
+    failures: int  # how many more rounds are lost (ConnectionError before they are sent)
 
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
-        pipe = super().pipeline(transaction, shard_hint)
-        run, client = pipe.execute, self
 
-        def execute(raise_on_error: bool = True) -> Any:
-            client.gate.wait(scaled(30))
-            client.pipelines += 1
-            if client.fail_with is not None:
-                raise client.fail_with
-            return run(raise_on_error)
+def gated_connection(client: Gated) -> type[redis.Connection]:
+    class GatedConnection(redis.Connection):
+        def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            if b"EVALSHA" in b"".join([command] if isinstance(command, bytes) else command):
+                client.gate.wait(scaled(30))  # a round of scripts (not the handshake)
+                client.rounds += 1
+                if client.failures > 0:
+                    client.failures -= 1
+                    raise redis.ConnectionError("reset by peer")
+            super().send_packed_command(command, check_health)
 
-        pipe.execute = execute
-        return pipe
+    return GatedConnection
 
 
 @pytest.fixture
 def gated(redis_url: str, redis_client: Any) -> Iterator[Gated]:
-    client = Gated.from_url(redis_url)
-    client.gate, client.pipelines, client.fail_with = threading.Event(), 0, None
+    client = Gated.from_url(redis_url, retry=Retry(NoBackoff(), 1))  # as the collector's
+    client.gate, client.rounds, client.failures = threading.Event(), 0, 0
     client.script_load(ECHO)  # as a served collector's first batch has done
+    client.connection_pool.connection_class = gated_connection(client)
+    client.connection_pool.reset()  # its connections made again, of that class
     yield client
     client.gate.set()
     client.close()
@@ -85,7 +89,7 @@ def test_callers_waiting_behind_a_round_trip_share_the_next_one(gated: Gated) ->
     args = [f"a{i}" for i in range(12)]
     outcomes = pile_up(group, gated, args)
     assert outcomes == {arg: [f"count:{arg}".encode(), arg.encode()] for arg in args}
-    assert gated.pipelines == 2  # the leader's own, then the 11 that waited, together
+    assert gated.rounds == 2  # the leader's own, then the 11 that waited, together
     assert all(int(gated.get(f"count:{arg}") or 0) == 1 for arg in args)  # each ran once
 
 
@@ -99,10 +103,10 @@ def test_a_script_error_fails_only_its_own_caller(gated: Gated) -> None:
 
 def test_a_lost_connection_fails_the_group_and_the_next_caller_leads_again(gated: Gated) -> None:
     group = GroupCommit(gated, gated.register_script(ECHO))
-    gated.fail_with = redis.ConnectionError("gone")
+    gated.failures = 100  # more than the client's Retry tries
     outcomes = pile_up(group, gated, ["a", "b", "c"])
     assert all(isinstance(outcome, redis.ConnectionError) for outcome in outcomes.values())
-    gated.fail_with = None
+    gated.failures = 0
     assert group.run(["count:d"], ["d"]).value == [b"count:d", b"d"]
 
 
@@ -119,3 +123,11 @@ def test_wait_reports_the_replicas_that_acknowledged(gated: Gated) -> None:
     group = GroupCommit(gated, gated.register_script(ECHO), wait_replicas=1, wait_timeout_ms=10)
     reply = group.run(["count:a"], ["a"])
     assert reply.value == [b"count:a", b"a"] and reply.acknowledged == 0  # no replica here
+
+
+def test_a_round_lost_once_is_sent_again(gated: Gated) -> None:
+    gated.gate.set()
+    group = GroupCommit(gated, gated.register_script(ECHO))
+    gated.failures = 1
+    assert group.run(["count:a"], ["a"]).value == [b"count:a", b"a"]
+    assert gated.rounds == 2 and int(gated.get("count:a") or 0) == 1
