@@ -6,6 +6,7 @@ per-report path alone."""
 
 from __future__ import annotations
 
+import binascii
 import random
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,10 +19,15 @@ from ldptel.client.errors import ReportError
 from ldptel.client.oracles import batch_decode, histogram, make_oracle, unary
 from ldptel.client.oracles.base import FrequencyOracle
 
-# Every pad count (size % 3 = 0, 1, 2), with and without spare padding bits.
+# Every pad count (size % 3 = 0, 1, 2), with and without spare padding bits, on both sides
+# of batch_decode.SHORT_CHARS (texts of 4 and 8 characters; of 12, 24 and 28).
 ORACLES: dict[str, Callable[[], FrequencyOracle]] = {
     "oue d=64": lambda: make_oracle("oue", epsilon=1.0, domain_size=64),
+    "oue d=72": lambda: make_oracle("oue", epsilon=1.0, domain_size=72),
     "oue d=9": lambda: make_oracle("oue", epsilon=1.0, domain_size=9),
+    "oue d=5": lambda: make_oracle("oue", epsilon=1.0, domain_size=5),
+    "oue d=48": lambda: make_oracle("oue", epsilon=1.0, domain_size=48),
+    "sue d=30": lambda: make_oracle("sue", epsilon=1.0, domain_size=30),
     "sue d=20": lambda: make_oracle("sue", epsilon=1.0, domain_size=20),
     "sue d=24": lambda: make_oracle("sue", epsilon=1.0, domain_size=24),
     "ss d=16": lambda: make_oracle("ss", epsilon=1.0, domain_size=16),
@@ -123,3 +129,18 @@ def test_a_batch_decodes_as_report_by_report(name: str, monkeypatch: pytest.Monk
     assert batched == expected
     rejected = sum(isinstance(result, tuple) for result in expected)
     assert 100 < rejected < len(batches) - 3  # the trials break some batches, not all
+
+
+@pytest.mark.parametrize(
+    "name", ["oue d=5", "oue d=9", "sue d=20", "sue d=30", "oue d=48", "oue d=64"]
+)
+def test_a_valid_batch_takes_the_whole_batch_path(name: str) -> None:
+    """Short texts (batch_decode.short_rows) and the grid alike: a valid batch is decoded
+    whole, to the bytes of each text, not sent to the per-report path."""
+    oracle = ORACLES[name]()
+    reports = valid_reports(oracle, 40, 3)
+    size = unary.packed_width(oracle.domain_size)
+    rows = batch_decode.decode_base64_column(reports, "bits", size)
+    assert rows is not None and rows.flags.c_contiguous
+    expected = [list(binascii.a2b_base64(report["bits"])) for report in reports]
+    assert rows.dtype == np.uint8 and rows.tolist() == expected
