@@ -35,10 +35,11 @@ for _char in _BASE64_ALPHABET:
 #: bytes.translate table: "=" to "A" (six zero bits), any other byte to itself.
 _PAD_AS_ZERO = bytes(range(256)).replace(b"=", b"A")
 
-#: Texts of at most this many characters take `short_rows`: with a few base64 groups a text,
-#: the grid path's numpy calls cost per row, not per byte (1000 texts of 4 characters: 50 us
-#: against 20); longer texts take the grid (at 24 characters both cost the same).
-SHORT_CHARS = 8
+#: Texts of at most this many characters (one base64 group: RAPPOR's at k <= 24, unary and
+#: CMS bits up to 24) take `short_rows`, whose cost is per character; the grid's numpy calls
+#: cost per row as much at this size (1000 texts of 4 characters, without the field reads:
+#: 26 us against 35), and from 8 characters on the grid costs less or the same.
+SHORT_CHARS = 4
 
 
 #: Fewer base64 reports than this take the per-report path: its cost grows with n, the

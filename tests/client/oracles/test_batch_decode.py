@@ -20,7 +20,7 @@ from ldptel.client.oracles import batch_decode, histogram, make_oracle, unary
 from ldptel.client.oracles.base import FrequencyOracle
 
 # Every pad count (size % 3 = 0, 1, 2), with and without spare padding bits, on both sides
-# of batch_decode.SHORT_CHARS (texts of 4 and 8 characters; of 12, 24 and 28).
+# of batch_decode.SHORT_CHARS (texts of 4 characters; of 8, 12, 24 and 28).
 ORACLES: dict[str, Callable[[], FrequencyOracle]] = {
     "oue d=64": lambda: make_oracle("oue", epsilon=1.0, domain_size=64),
     "oue d=72": lambda: make_oracle("oue", epsilon=1.0, domain_size=72),
