@@ -8,6 +8,7 @@ from __future__ import annotations
 import array
 import binascii
 import functools
+import marshal
 from collections.abc import Sequence
 from itertools import repeat
 from typing import Any, cast
@@ -145,26 +146,62 @@ def _pad_places(chars: int, pads: int) -> NDArray[np.uint8]:
     return places
 
 
-#: The array.array type code of the unsigned integers of each size in bytes.
-_ARRAY_CODES = {array.array(code).itemsize: code for code in "BHILQ"}
-
-
 def int_column(
     items: Sequence[Any], name: str, limit: int, dtype: type[np.unsignedinteger[Any]]
 ) -> NDArray[np.unsignedinteger[Any]] | None:
     """Field `name` of every report as `dtype` if each is an int (not a bool) in [0, limit),
     decoded for the whole batch at once; None if any is not."""
     column = report_column(items, name)
-    if column is None or not set(map(type, column)) <= {int}:
+    if column is None:
+        return None
+    values = int32_values(column) if limit <= 2**31 else wide_values(column, dtype)
+    if values is None or (values.size and values.max() >= limit):
+        return None
+    return np.ascontiguousarray(values, dtype=dtype)
+
+
+#: marshal's version 2 writes an int in [-2^31, 2^31) as b"i" and its 4 bytes little-endian
+#: (a list as b"[" and its 4-byte length first), and anything else with another type byte
+#: (b"T" or b"F" a bool, b"l" a larger int, b"g" a float, b"u" a string, b"N" None, ...)
+#: or not at all (ValueError: an int subclass, an object it cannot write).
+_MARSHAL_INTS = np.dtype([("type", "S1"), ("value", "<u4")])
+
+
+def int32_values(column: list[Any]) -> NDArray[np.uint32] | None:
+    """The values of a column of ints in [-2^31, 2^31) (exactly ints: PyLong_CheckExact), a
+    negative one read as 2^32 plus it; None if any is not such an int. One marshal pass types
+    every item exactly and writes the values in place (1000 ints: 9 us, against 19 for a
+    `set(map(type, ...))` and `array.array`); a malformed item costs marshal its size, less
+    than parsing it from the request body did."""
+    try:
+        data = marshal.dumps(column, 2)
+    except ValueError:
+        return None
+    # Item i's type byte is at 5 + 5 i if every item before it is such an int, so b"i" at
+    # all n of them is exactly n such ints (and the n x 5 bytes after the list's header).
+    if data[5::5] != b"i" * len(column):
+        return None
+    return np.frombuffer(data, dtype=_MARSHAL_INTS, offset=5)["value"]
+
+
+#: The array.array type code of the unsigned integers of each size in bytes.
+_ARRAY_CODES = {array.array(code).itemsize: code for code in "BHILQ"}
+
+
+def wide_values(
+    column: list[Any], dtype: type[np.unsignedinteger[Any]]
+) -> NDArray[np.unsignedinteger[Any]] | None:
+    """The values of a column of ints as `dtype`; None if any is not an int (bools and int
+    subclasses too: they take the per-report path), or is negative or too large for it."""
+    if not set(map(type, column)) <= {int}:
         return None
     try:  # a negative value, or one too large for dtype, raises
         # array.array fills the column in C at about half np.fromiter's cost (1000 ints:
         # 10 against 23 us), so a narrow report's integers cost no more than its bits.
         code = _ARRAY_CODES[np.dtype(dtype).itemsize]
-        values = np.frombuffer(array.array(code, column), dtype=dtype)
+        return np.frombuffer(array.array(code, column), dtype=dtype)
     except OverflowError:
         return None
-    return None if values.size and values.max() >= limit else values
 
 
 def decode_int_fields(

@@ -43,7 +43,17 @@ ORACLES: dict[str, Callable[[], FrequencyOracle]] = {
 
 TEXT_CHARS = ["=", "\n", "é", "-", "_", " ", "\x00", "A", "/", "+", "g", "Q", "w"]
 FOREIGN = [12, None, b"QUFB", ["A"], True, 1.5, {"bits": "AAAA"}]
-INTS = [True, False, -1, 0, 1, 2**31, 2**32, 2**70, 1.0, "1", None, -(2**70)]
+
+
+class Count(int):
+    """An int subclass: the per-report path takes it as its value, the whole batch must too."""
+
+
+# Around 2^31 and 2^32: batch_decode.int32_values' and wide_values' edges (cohorts, seeds).
+INTS = [
+    *(True, False, -1, 0, 1, 2**31 - 1, 2**31, -(2**31), 2**32 - 1, 2**32, 2**70, -(2**70)),
+    *(1.0, "1", None, [1], Count(1), Count(-1), np.int64(1), np.uint8(1)),
+]
 
 
 def per_report(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,3 +154,31 @@ def test_a_valid_batch_takes_the_whole_batch_path(name: str) -> None:
     assert rows is not None and rows.flags.c_contiguous
     expected = [list(binascii.a2b_base64(report["bits"])) for report in reports]
     assert rows.dtype == np.uint8 and rows.tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("limit", "values", "expected"),
+    [
+        (3, [0, 1, 2], [0, 1, 2]),
+        (3, [0, 3], None),
+        (2**31, [0, 2**31 - 1], [0, 2**31 - 1]),
+        (2**31, [2**31], None),
+        (2**31, [-1, 0], None),
+        (2**32, [0, 2**32 - 1], [0, 2**32 - 1]),
+        (2**32, [2**32], None),
+        (2**32, [-1], None),
+        # marshal writes a bool in 1 byte and a float in 9: 10 for two, as two ints' 5 each.
+        (2**31, [True, 1.5], None),
+        (2**32, [True, 1.5], None),
+        (3, [Count(1), 2], None),
+    ],
+)
+def test_an_int_column_is_exactly_the_ints_below_the_limit(
+    limit: int, values: list[Any], expected: list[int] | None
+) -> None:
+    reports = [{"y": value} for value in values]
+    column = batch_decode.int_column(reports, "y", limit, np.uint32)
+    if expected is None:
+        assert column is None
+    else:
+        assert column is not None and column.dtype == np.uint32 and column.tolist() == expected
