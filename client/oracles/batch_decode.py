@@ -171,8 +171,8 @@ def int32_values(column: list[Any]) -> NDArray[np.uint32] | None:
     """The values of a column of ints in [-2^31, 2^31) (exactly ints: PyLong_CheckExact), a
     negative one read as 2^32 plus it; None if any is not such an int. One marshal pass types
     every item exactly and writes the values in place (1000 ints: 9 us, against 19 for a
-    `set(map(type, ...))` and `array.array`); a malformed item costs marshal its size, less
-    than parsing it from the request body did."""
+    `set(map(type, ...))` and `array.array`). A malformed item costs marshal time linear in
+    its size, as parsing it from the request body did (1 MB of JSON: 1-1.5 ms, 0.8-12 ms)."""
     try:
         data = marshal.dumps(column, 2)
     except ValueError:
