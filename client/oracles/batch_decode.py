@@ -37,9 +37,9 @@ for _char in _BASE64_ALPHABET:
 _PAD_AS_ZERO = bytes(range(256)).replace(b"=", b"A")
 
 #: Texts of at most this many characters (one base64 group: RAPPOR's at k <= 24, unary and
-#: CMS bits up to 24) take `short_rows`, whose cost is per character; the grid's numpy calls
-#: cost per row as much at this size (1000 texts of 4 characters, without the field reads:
-#: 27 us against 35), and from 8 characters on the grid costs less or the same.
+#: CMS bit vectors of up to 24 bits) take `short_rows`, whose cost is per character; the
+#: grid's numpy calls cost per row as much at this size (1000 texts of 4 characters, without
+#: the field reads: 27 us against 35), and from 8 characters on the grid costs less or the same.
 SHORT_CHARS = 4
 
 
