@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import xxhash
+from redis import Redis
 
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import InvalidLevelError, LdptelError
@@ -25,6 +26,7 @@ from ldptel.collector.auth import RateLimit
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.store import codec, keys
 from ldptel.store.connection import RedisClient, eval_and_wait
+from ldptel.store.group_commit import GroupCommit
 from ldptel.store.registry import Registry
 
 # Matched with fullmatch: `$` would also match before a trailing newline.
@@ -262,6 +264,17 @@ class Ingestor:
         self.wait_timeout_ms = max(1, round(wait_timeout_seconds * 1000))
         self.retry_after_seconds = retry_after_seconds
         self._ingest = redis.register_script(_INGEST)
+        # Concurrent requests share their round trips to one Redis (store/group_commit.py).
+        self._group = (
+            GroupCommit(
+                redis,
+                self._ingest,
+                wait_replicas=wait_replicas,
+                wait_timeout_ms=self.wait_timeout_ms,
+            )
+            if isinstance(redis, Redis)
+            else None
+        )
         self._forms: dict[tuple[str, str], ReportForm] = {}
         self._largest: tuple[float, int] = (0.0, 0)
 
@@ -367,10 +380,16 @@ class Ingestor:
             limit.per_shard(config.shards) if limit.limit else 0, limit.seconds + 1,
             batch_digest(entry), *codec.flat(entry),
         ]  # fmt: skip
-        if self.wait_replicas:
-            outcome, count = self._run_and_wait(script_keys, script_args)
-        else:
-            outcome, count = self._ingest(keys=script_keys, args=script_args)
+        reply, acknowledged = self._run(script_keys, script_args)
+        outcome, count = int(reply[0]), int(reply[1])
+        if outcome in (0, 1) and acknowledged < self.wait_replicas:
+            # Stored now, or before (the script rewrites a duplicate's mark), but not yet on
+            # the replicas: the client's retry under its key is a duplicate.
+            raise unavailable(
+                self.retry_after_seconds,
+                f"not yet copied to {self.wait_replicas} replica(s), retry later",
+                code="replication_timeout",
+            )
         if outcome == 2:
             raise limit.exceeded(now)
         if outcome == 3:
@@ -388,11 +407,16 @@ class Ingestor:
         """validate, then append."""
         return self.append(self.validate(batch), idempotency_key, token_hash, now=now)
 
-    def _run_and_wait(self, script_keys: list[str], script_args: list[Any]) -> list[int]:
-        """The ingest script, then WAIT for `wait_replicas` replicas: 503 unless the batch
-        (stored now, or before: the script rewrites a duplicate's mark) reached them. The
-        batch stays stored on the master; the client's retry under its key is a duplicate."""
-        result, replicas = eval_and_wait(
+    def _run(self, script_keys: list[str], script_args: list[Any]) -> tuple[list[Any], int]:
+        """The ingest script's reply, and how many replicas have the batch (WAIT, when
+        `wait_replicas` asks): through the group commit on one Redis; alone, in one round
+        trip to its slot's master, on a Redis Cluster."""
+        if self._group is not None:
+            reply = self._group.run(script_keys, script_args)
+            return reply.value, reply.acknowledged
+        if not self.wait_replicas:
+            return self._ingest(keys=script_keys, args=script_args), 0
+        return eval_and_wait(
             self.redis,
             self._ingest,
             script_keys,
@@ -400,10 +424,3 @@ class Ingestor:
             replicas=self.wait_replicas,
             timeout_ms=self.wait_timeout_ms,
         )
-        if result[0] in (0, 1) and replicas < self.wait_replicas:
-            raise unavailable(
-                self.retry_after_seconds,
-                f"not yet copied to {self.wait_replicas} replica(s), retry later",
-                code="replication_timeout",
-            )
-        return [int(value) for value in result]

@@ -1,0 +1,121 @@
+"""Group commit (store/group_commit.py): concurrent callers of a script share round trips to
+Redis, and each still gets its own reply or its own error."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from waiting import scaled, wait_for
+
+from ldptel.store.group_commit import GroupCommit
+
+ECHO = """
+if ARGV[1] == 'bad' then return redis.error_reply('ERR refused by the script') end
+redis.call('INCR', KEYS[1])
+return {KEYS[1], ARGV[1]}
+"""
+
+
+class Gated(redis.Redis):
+    """A client whose first pipeline waits for `gate` before it runs, so that callers pile
+    up behind it; it counts the pipelines run."""
+
+    gate: threading.Event
+    pipelines: int
+    fail_with: Exception | None
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
+        pipe = super().pipeline(transaction, shard_hint)
+        run, client = pipe.execute, self
+
+        def execute(raise_on_error: bool = True) -> Any:
+            client.gate.wait(scaled(30))
+            client.pipelines += 1
+            if client.fail_with is not None:
+                raise client.fail_with
+            return run(raise_on_error)
+
+        pipe.execute = execute
+        return pipe
+
+
+@pytest.fixture
+def gated(redis_url: str, redis_client: Any) -> Iterator[Gated]:
+    client = Gated.from_url(redis_url)
+    client.gate, client.pipelines, client.fail_with = threading.Event(), 0, None
+    client.script_load(ECHO)  # as a served collector's first batch has done
+    yield client
+    client.gate.set()
+    client.close()
+
+
+def callers(group: GroupCommit, args: list[str]) -> tuple[list[threading.Thread], dict[str, Any]]:
+    """One thread per argument calling the script; their outcomes (reply or error) by
+    argument, once joined."""
+    outcomes: dict[str, Any] = {}
+
+    def call(arg: str) -> None:
+        try:
+            outcomes[arg] = group.run([f"count:{arg}"], [arg]).value
+        except Exception as error:  # the outcome under test
+            outcomes[arg] = error
+
+    threads = [threading.Thread(target=call, args=(arg,)) for arg in args]
+    for thread in threads:
+        thread.start()
+    return threads, outcomes
+
+
+def pile_up(group: GroupCommit, gated: Gated, args: list[str]) -> dict[str, Any]:
+    """The first caller leads and is held at the gate while the others queue behind it."""
+    threads, outcomes = callers(group, args)
+    wait_for(lambda: len(group._waiting) == len(args) - 1, "the callers queued")
+    gated.gate.set()
+    for thread in threads:
+        thread.join(scaled(30))
+    return outcomes
+
+
+def test_callers_waiting_behind_a_round_trip_share_the_next_one(gated: Gated) -> None:
+    group = GroupCommit(gated, gated.register_script(ECHO))
+    args = [f"a{i}" for i in range(12)]
+    outcomes = pile_up(group, gated, args)
+    assert outcomes == {arg: [f"count:{arg}".encode(), arg.encode()] for arg in args}
+    assert gated.pipelines == 2  # the leader's own, then the 11 that waited, together
+    assert all(int(gated.get(f"count:{arg}") or 0) == 1 for arg in args)  # each ran once
+
+
+def test_a_script_error_fails_only_its_own_caller(gated: Gated) -> None:
+    group = GroupCommit(gated, gated.register_script(ECHO))
+    outcomes = pile_up(group, gated, ["a", "bad", "c"])
+    assert isinstance(outcomes["bad"], redis.ResponseError)
+    assert "refused by the script" in str(outcomes["bad"])
+    assert outcomes["a"] == [b"count:a", b"a"] and outcomes["c"] == [b"count:c", b"c"]
+
+
+def test_a_lost_connection_fails_the_group_and_the_next_caller_leads_again(gated: Gated) -> None:
+    group = GroupCommit(gated, gated.register_script(ECHO))
+    gated.fail_with = redis.ConnectionError("gone")
+    outcomes = pile_up(group, gated, ["a", "b", "c"])
+    assert all(isinstance(outcome, redis.ConnectionError) for outcome in outcomes.values())
+    gated.fail_with = None
+    assert group.run(["count:d"], ["d"]).value == [b"count:d", b"d"]
+
+
+def test_a_script_redis_no_longer_has_is_loaded_and_run_again(gated: Gated) -> None:
+    gated.gate.set()
+    group = GroupCommit(gated, gated.register_script(ECHO))
+    gated.script_flush()
+    assert group.run(["count:a"], ["a"]).value == [b"count:a", b"a"]
+    assert int(gated.get("count:a") or 0) == 1
+
+
+def test_wait_reports_the_replicas_that_acknowledged(gated: Gated) -> None:
+    gated.gate.set()
+    group = GroupCommit(gated, gated.register_script(ECHO), wait_replicas=1, wait_timeout_ms=10)
+    reply = group.run(["count:a"], ["a"])
+    assert reply.value == [b"count:a", b"a"] and reply.acknowledged == 0  # no replica here
