@@ -6,6 +6,7 @@ per-report path alone."""
 
 from __future__ import annotations
 
+import binascii
 import random
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,10 +19,15 @@ from ldptel.client.errors import ReportError
 from ldptel.client.oracles import batch_decode, histogram, make_oracle, unary
 from ldptel.client.oracles.base import FrequencyOracle
 
-# Every pad count (size % 3 = 0, 1, 2), with and without spare padding bits.
+# Every pad count (size % 3 = 0, 1, 2), with and without spare padding bits, on both sides
+# of batch_decode.SHORT_CHARS (texts of 4 characters; of 8, 12, 24 and 28).
 ORACLES: dict[str, Callable[[], FrequencyOracle]] = {
     "oue d=64": lambda: make_oracle("oue", epsilon=1.0, domain_size=64),
+    "oue d=72": lambda: make_oracle("oue", epsilon=1.0, domain_size=72),
     "oue d=9": lambda: make_oracle("oue", epsilon=1.0, domain_size=9),
+    "oue d=5": lambda: make_oracle("oue", epsilon=1.0, domain_size=5),
+    "oue d=48": lambda: make_oracle("oue", epsilon=1.0, domain_size=48),
+    "sue d=30": lambda: make_oracle("sue", epsilon=1.0, domain_size=30),
     "sue d=20": lambda: make_oracle("sue", epsilon=1.0, domain_size=20),
     "sue d=24": lambda: make_oracle("sue", epsilon=1.0, domain_size=24),
     "ss d=16": lambda: make_oracle("ss", epsilon=1.0, domain_size=16),
@@ -37,7 +43,17 @@ ORACLES: dict[str, Callable[[], FrequencyOracle]] = {
 
 TEXT_CHARS = ["=", "\n", "é", "-", "_", " ", "\x00", "A", "/", "+", "g", "Q", "w"]
 FOREIGN = [12, None, b"QUFB", ["A"], True, 1.5, {"bits": "AAAA"}]
-INTS = [True, False, -1, 0, 1, 2**31, 2**32, 2**70, 1.0, "1", None, -(2**70)]
+
+
+class Count(int):
+    """An int subclass: the per-report path takes it as its value, the whole batch must too."""
+
+
+# Around 2^31 and 2^32: batch_decode.int32_values' and wide_values' edges (cohorts, seeds).
+INTS = [
+    *(True, False, -1, 0, 1, 2**31 - 1, 2**31, -(2**31), 2**32 - 1, 2**32, 2**70, -(2**70)),
+    *(1.0, "1", None, [1], Count(1), Count(-1), np.int64(1), np.uint8(1)),
+]
 
 
 def per_report(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,3 +139,46 @@ def test_a_batch_decodes_as_report_by_report(name: str, monkeypatch: pytest.Monk
     assert batched == expected
     rejected = sum(isinstance(result, tuple) for result in expected)
     assert 100 < rejected < len(batches) - 3  # the trials break some batches, not all
+
+
+@pytest.mark.parametrize(
+    "name", ["oue d=5", "oue d=9", "sue d=20", "sue d=30", "oue d=48", "oue d=64"]
+)
+def test_a_valid_batch_takes_the_whole_batch_path(name: str) -> None:
+    """Short texts (batch_decode.short_rows) and the grid alike: a valid batch is decoded
+    whole, to the bytes of each text, not sent to the per-report path."""
+    oracle = ORACLES[name]()
+    reports = valid_reports(oracle, 40, 3)
+    size = unary.packed_width(oracle.domain_size)
+    rows = batch_decode.decode_base64_column(reports, "bits", size)
+    assert rows is not None and rows.flags.c_contiguous
+    expected = [list(binascii.a2b_base64(report["bits"])) for report in reports]
+    assert rows.dtype == np.uint8 and rows.tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("limit", "values", "expected"),
+    [
+        (3, [0, 1, 2], [0, 1, 2]),
+        (3, [0, 3], None),
+        (2**31, [0, 2**31 - 1], [0, 2**31 - 1]),
+        (2**31, [2**31], None),
+        (2**31, [-1, 0], None),
+        (2**32, [0, 2**32 - 1], [0, 2**32 - 1]),
+        (2**32, [2**32], None),
+        (2**32, [-1], None),
+        # marshal writes a bool in 1 byte and a float in 9: 10 for two, as two ints' 5 each.
+        (2**31, [True, 1.5], None),
+        (2**32, [True, 1.5], None),
+        (3, [Count(1), 2], None),
+    ],
+)
+def test_an_int_column_is_exactly_the_ints_below_the_limit(
+    limit: int, values: list[Any], expected: list[int] | None
+) -> None:
+    reports = [{"y": value} for value in values]
+    column = batch_decode.int_column(reports, "y", limit, np.uint32)
+    if expected is None:
+        assert column is None
+    else:
+        assert column is not None and column.dtype == np.uint32 and column.tolist() == expected
