@@ -83,6 +83,7 @@ class GeventApplication(BaseApplication):  # type: ignore[misc]
             "timeout": 60,
             "keepalive": 5,
             "accesslog": None,  # the app writes its own JSON line, without client addresses
+            "logger_class": "ldptel.collector.worker.GunicornLogger",
             "errorlog": "-",
             "loglevel": "warning",
             "logconfig_dict": logs.gunicorn_logconfig(),  # JSON lines, as the app's

@@ -22,6 +22,7 @@ from types import FrameType
 from typing import Any
 
 import gevent
+from gunicorn import glogging
 from gunicorn.http import errors
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -116,6 +117,16 @@ def stop_queued(handler: object) -> bool:
     else:
         return False
     return any(sig in _STOP_SIGNALS for sig in queued)
+
+
+class GunicornLogger(glogging.Logger):  # type: ignore[misc]
+    """gunicorn's logger without its access line. The app writes its own (without the
+    client's address); gunicorn's access logger is off (logs.gunicorn_logconfig), yet with a
+    logging config it would still build every request's atoms, the address among them, only
+    to drop them: 3% of a single-report request's CPU."""
+
+    def access(self, resp: Any, req: Any, environ: Any, request_time: Any) -> None:
+        return None
 
 
 class CollectorWorker(GeventWorker):  # type: ignore[misc]
