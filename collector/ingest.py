@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import xxhash
-from redis import Redis
 
 from ldptel.client.campaign import NAME_PATTERN, CampaignConfig
 from ldptel.client.errors import InvalidLevelError, LdptelError
@@ -25,8 +24,8 @@ from ldptel.client.oracles.base import WireMechanism
 from ldptel.collector.auth import RateLimit
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.store import codec, keys
-from ldptel.store.connection import RedisClient, eval_and_wait
-from ldptel.store.group_commit import GroupCommit
+from ldptel.store.connection import RedisClient
+from ldptel.store.group_commit import NodeGroups
 from ldptel.store.registry import Registry
 
 # Matched with fullmatch: `$` would also match before a trailing newline.
@@ -264,16 +263,9 @@ class Ingestor:
         self.wait_timeout_ms = max(1, round(wait_timeout_seconds * 1000))
         self.retry_after_seconds = retry_after_seconds
         self._ingest = redis.register_script(_INGEST)
-        # Concurrent requests share their round trips to one Redis (store/group_commit.py).
-        self._group = (
-            GroupCommit(
-                redis,
-                self._ingest,
-                wait_replicas=wait_replicas,
-                wait_timeout_ms=self.wait_timeout_ms,
-            )
-            if isinstance(redis, Redis)
-            else None
+        # Concurrent requests share their round trips to each master (store/group_commit.py).
+        self._groups = NodeGroups(
+            redis, self._ingest, wait_replicas=wait_replicas, wait_timeout_ms=self.wait_timeout_ms
         )
         self._forms: dict[tuple[str, str], ReportForm] = {}
         self._largest: tuple[float, int] = (0.0, 0)
@@ -409,18 +401,6 @@ class Ingestor:
 
     def _run(self, script_keys: list[str], script_args: list[Any]) -> tuple[list[Any], int]:
         """The ingest script's reply, and how many replicas have the batch (WAIT, when
-        `wait_replicas` asks): through the group commit on one Redis; alone, in one round
-        trip to its slot's master, on a Redis Cluster."""
-        if self._group is not None:
-            reply = self._group.run(script_keys, script_args)
-            return reply.value, reply.acknowledged
-        if not self.wait_replicas:
-            return self._ingest(keys=script_keys, args=script_args), 0
-        return eval_and_wait(
-            self.redis,
-            self._ingest,
-            script_keys,
-            script_args,
-            replicas=self.wait_replicas,
-            timeout_ms=self.wait_timeout_ms,
-        )
+        `wait_replicas` asks), in a round trip shared with the requests in flight."""
+        reply = self._groups.run(script_keys, script_args)
+        return reply.value, reply.acknowledged

@@ -10,14 +10,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
-from redis.commands.core import Script
-from redis.exceptions import AskError, NoScriptError, RedisClusterException, TryAgainError
+from redis.exceptions import AskError, RedisClusterException, TryAgainError
 
 from ldptel.client.errors import ParameterError
 
@@ -112,40 +110,3 @@ def refresh_slots(client: RedisClient) -> None:
     """Re-read a cluster's slot map (after MOVED/ASK); nothing to do for one server."""
     if isinstance(client, RedisCluster):
         client.nodes_manager.initialize()
-
-
-def eval_and_wait(
-    client: RedisClient,
-    script: Script,
-    keys: Sequence[str],
-    args: Sequence[Any],
-    *,
-    replicas: int,
-    timeout_ms: int,
-) -> tuple[Any, int]:
-    """Run `script`, then WAIT up to `timeout_ms` for `replicas` replicas; returns the
-    script's reply and how many replicas acknowledged every write so far.
-
-    Both go in one round trip on one connection to the master of `keys[0]`'s slot: WAIT
-    counts the writes of its own connection (a cluster client would send it to every node,
-    on other connections). After MOVED or a lost connection (a failover) the slot map is
-    read again and the pair sent once more; a second failure is raised.
-    """
-    moved = False
-    while True:
-        node = node_client(client, keys[0])
-        pipe = node.pipeline(transaction=False)
-        pipe.evalsha(script.sha, len(keys), *keys, *args)
-        pipe.wait(replicas, timeout_ms)
-        try:
-            reply, acknowledged = pipe.execute()
-        except NoScriptError:  # a new or restarted master: load it, then run again
-            node.script_load(script.script)
-            continue
-        except FAILOVER_ERRORS:
-            refresh_slots(client)
-            if moved:
-                raise
-            moved = True
-            continue
-        return reply, int(acknowledged)

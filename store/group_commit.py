@@ -14,19 +14,26 @@ only: a script that fails fails its own request. A lost connection fails the who
 with the error, as it would have failed each request alone; its scripts may or may not have
 run, which the idempotency marks make safe to retry (docs/collector.md).
 
+On a Redis Cluster there is one group per master (`NodeGroups`), each call sent to the master
+of its first key's slot (the ingest script's keys share one hash tag).
+
 Threads or gevent greenlets (patched `threading`): the same code.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, ResponseError
+
+from ldptel.store.connection import FAILOVER_ERRORS, RedisClient, node_client, refresh_slots
 
 #: The most calls in one pipeline: a bound on the memory and the time of one round trip.
 MAX_GROUP = 256
@@ -120,14 +127,14 @@ class GroupCommit:
                 commands.append(("WAIT", self.wait_replicas, self.wait_timeout_ms))
             replies = self._round_trip(commands)
             acknowledged = replies.pop() if self.wait_replicas else 0
-            if isinstance(acknowledged, Exception):
-                raise acknowledged
             missing = []
             for call, value in zip(pending, replies, strict=True):
                 if isinstance(value, NoScriptError):
                     missing.append(call)
-                elif isinstance(value, Exception):
+                elif isinstance(value, Exception):  # its own error first (MOVED on a replica)
                     call.error = value
+                elif isinstance(acknowledged, Exception):  # stored, not known to be copied
+                    call.error = acknowledged
                 else:
                     call.reply = Reply(value, int(acknowledged))
             if not missing:
@@ -161,3 +168,53 @@ class GroupCommit:
             exchange, lambda error: connection.disconnect()
         )
         return replies
+
+
+class NodeGroups:
+    """A GroupCommit per Redis server: one for one server; on a Redis Cluster one per
+    master, each call sent to the master of its first key's slot. There, after MOVED, ASK
+    or a lost master (a failover) the slot map is read again and the call sent once more; a
+    second failure is raised. (A script followed by WAIT must go to the master itself: WAIT
+    counts the writes of its own connection, and a cluster client would send it to every
+    node on other connections.)"""
+
+    def __init__(
+        self,
+        client: RedisClient,
+        script: Script,
+        *,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
+    ) -> None:
+        self.client = client
+        self.script = script
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+        # By node client: a master gone from the slot map takes its group with it.
+        self._groups: weakref.WeakKeyDictionary[redis.Redis, GroupCommit] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def run(self, keys: Sequence[str], args: Sequence[Any]) -> Reply:
+        """The script's reply for these keys and arguments (its error raised)."""
+        moved = False
+        while True:
+            try:
+                return self._group(node_client(self.client, keys[0])).run(keys, args)
+            except FAILOVER_ERRORS:
+                if moved or not isinstance(self.client, RedisCluster):
+                    raise  # one server: its connection's Retry has retried already
+                refresh_slots(self.client)
+                moved = True
+
+    def _group(self, node: redis.Redis) -> GroupCommit:
+        group = self._groups.get(node)
+        if group is None:
+            group = GroupCommit(
+                node,
+                self.script,
+                wait_replicas=self.wait_replicas,
+                wait_timeout_ms=self.wait_timeout_ms,
+            )
+            group = self._groups.setdefault(node, group)
+        return group

@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from waiting import scaled, wait_for
 
-from ldptel.store.group_commit import GroupCommit
+from ldptel.store.group_commit import GroupCommit, NodeGroups
 
 ECHO = """
 if ARGV[1] == 'bad' then return redis.error_reply('ERR refused by the script') end
@@ -131,3 +131,25 @@ def test_a_round_lost_once_is_sent_again(gated: Gated) -> None:
     gated.failures = 1
     assert group.run(["count:a"], ["a"]).value == [b"count:a", b"a"]
     assert gated.rounds == 2 and int(gated.get("count:a") or 0) == 1
+
+
+def test_on_a_cluster_each_master_has_its_group_and_its_wait(cluster_client: Any) -> None:
+    script = cluster_client.register_script(ECHO)
+    groups = NodeGroups(cluster_client, script, wait_replicas=1, wait_timeout_ms=5000)
+    names = [f"{{tag{i}}}:count" for i in range(12)]  # spread over the three masters
+    threads, outcomes = [], {}
+
+    def call(name: str) -> None:
+        outcomes[name] = groups.run([name], ["x"])
+
+    for name in names:
+        threads.append(threading.Thread(target=call, args=(name,)))
+        threads[-1].start()
+    for thread in threads:
+        thread.join(scaled(30))
+    assert {name: outcome.value for name, outcome in outcomes.items()} == {
+        name: [name.encode(), b"x"] for name in names
+    }
+    assert all(outcome.acknowledged == 1 for outcome in outcomes.values())  # its replica
+    assert len({cluster_client.get_node_from_key(name).name for name in names}) == 3
+    assert len(groups._groups) == 3
