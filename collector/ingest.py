@@ -25,7 +25,7 @@ from ldptel.collector.auth import RateLimit
 from ldptel.collector.errors import ApiError, bad_request, unavailable
 from ldptel.store import codec, keys
 from ldptel.store.connection import RedisClient
-from ldptel.store.group_commit import NodeGroups
+from ldptel.store.group_commit import NodeGroups, Wait
 from ldptel.store.registry import Registry
 
 # Matched with fullmatch: `$` would also match before a trailing newline.
@@ -260,13 +260,11 @@ class Ingestor:
         self.idempotency_seconds = idempotency_seconds
         self.rate_limit = rate_limit
         self.wait_replicas = wait_replicas
-        self.wait_timeout_ms = max(1, round(wait_timeout_seconds * 1000))
         self.retry_after_seconds = retry_after_seconds
         self._ingest = redis.register_script(_INGEST)
         # Concurrent requests share their round trips to each master (store/group_commit.py).
-        self._groups = NodeGroups(
-            redis, self._ingest, wait_replicas=wait_replicas, wait_timeout_ms=self.wait_timeout_ms
-        )
+        wait = Wait(wait_replicas, max(1, round(wait_timeout_seconds * 1000)))
+        self._groups = NodeGroups(redis, self._ingest, wait)
         self._forms: dict[tuple[str, str], ReportForm] = {}
         self._largest: tuple[float, int] = (0.0, 0)
 

@@ -39,6 +39,14 @@ from ldptel.store.connection import FAILOVER_ERRORS, RedisClient, node_client, r
 MAX_GROUP = 256
 
 
+@dataclass(frozen=True)
+class Wait:
+    """A WAIT after each round: for `replicas` replicas (0: none), up to `timeout_ms`."""
+
+    replicas: int = 0
+    timeout_ms: int = 1000
+
+
 @dataclass
 class Reply:
     """A script's reply, and how many replicas acknowledged the writes so far (WAIT; 0 when
@@ -59,21 +67,13 @@ class _Call:
 
 
 class GroupCommit:
-    """`script` run for concurrent callers in shared round trips on `client`, followed by
-    one WAIT for `wait_replicas` replicas (up to `wait_timeout_ms`) when asked."""
+    """`script` run for concurrent callers in shared round trips on `client`, each round
+    followed by one `wait` when it asks for replicas."""
 
-    def __init__(
-        self,
-        client: redis.Redis,
-        script: Script,
-        *,
-        wait_replicas: int = 0,
-        wait_timeout_ms: int = 1000,
-    ) -> None:
+    def __init__(self, client: redis.Redis, script: Script, wait: Wait = Wait()) -> None:
         self.client = client
         self.script = script
-        self.wait_replicas = wait_replicas
-        self.wait_timeout_ms = wait_timeout_ms
+        self.wait = wait
         self._lock = threading.Lock()
         self._waiting: list[_Call] = []
         self._leading = False
@@ -123,10 +123,10 @@ class GroupCommit:
             commands = [
                 ("EVALSHA", self.script.sha, len(c.keys), *c.keys, *c.args) for c in pending
             ]
-            if self.wait_replicas:
-                commands.append(("WAIT", self.wait_replicas, self.wait_timeout_ms))
+            if self.wait.replicas:
+                commands.append(("WAIT", self.wait.replicas, self.wait.timeout_ms))
             replies = self._round_trip(commands)
-            acknowledged = replies.pop() if self.wait_replicas else 0
+            acknowledged = replies.pop() if self.wait.replicas else 0
             missing = []
             for call, value in zip(pending, replies, strict=True):
                 if isinstance(value, NoScriptError):
@@ -178,18 +178,10 @@ class NodeGroups:
     counts the writes of its own connection, and a cluster client would send it to every
     node on other connections.)"""
 
-    def __init__(
-        self,
-        client: RedisClient,
-        script: Script,
-        *,
-        wait_replicas: int = 0,
-        wait_timeout_ms: int = 1000,
-    ) -> None:
+    def __init__(self, client: RedisClient, script: Script, wait: Wait = Wait()) -> None:
         self.client = client
         self.script = script
-        self.wait_replicas = wait_replicas
-        self.wait_timeout_ms = wait_timeout_ms
+        self.wait = wait
         # By node client: a master gone from the slot map takes its group with it.
         self._groups: weakref.WeakKeyDictionary[redis.Redis, GroupCommit] = (
             weakref.WeakKeyDictionary()
@@ -210,11 +202,5 @@ class NodeGroups:
     def _group(self, node: redis.Redis) -> GroupCommit:
         group = self._groups.get(node)
         if group is None:
-            group = GroupCommit(
-                node,
-                self.script,
-                wait_replicas=self.wait_replicas,
-                wait_timeout_ms=self.wait_timeout_ms,
-            )
-            group = self._groups.setdefault(node, group)
+            group = self._groups.setdefault(node, GroupCommit(node, self.script, self.wait))
         return group

@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from waiting import scaled, wait_for
 
-from ldptel.store.group_commit import GroupCommit, NodeGroups
+from ldptel.store.group_commit import GroupCommit, NodeGroups, Wait
 
 ECHO = """
 if ARGV[1] == 'bad' then return redis.error_reply('ERR refused by the script') end
@@ -120,7 +120,7 @@ def test_a_script_redis_no_longer_has_is_loaded_and_run_again(gated: Gated) -> N
 
 def test_wait_reports_the_replicas_that_acknowledged(gated: Gated) -> None:
     gated.gate.set()
-    group = GroupCommit(gated, gated.register_script(ECHO), wait_replicas=1, wait_timeout_ms=10)
+    group = GroupCommit(gated, gated.register_script(ECHO), Wait(replicas=1, timeout_ms=10))
     reply = group.run(["count:a"], ["a"])
     assert reply.value == [b"count:a", b"a"] and reply.acknowledged == 0  # no replica here
 
@@ -135,7 +135,7 @@ def test_a_round_lost_once_is_sent_again(gated: Gated) -> None:
 
 def test_on_a_cluster_each_master_has_its_group_and_its_wait(cluster_client: Any) -> None:
     script = cluster_client.register_script(ECHO)
-    groups = NodeGroups(cluster_client, script, wait_replicas=1, wait_timeout_ms=5000)
+    groups = NodeGroups(cluster_client, script, Wait(replicas=1, timeout_ms=5000))
     names = [f"{{tag{i}}}:count" for i in range(12)]  # spread over the three masters
     threads, outcomes = [], {}
 
