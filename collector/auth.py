@@ -194,7 +194,9 @@ class IngestAuth:
 
     A token found in Redis is trusted for `cache_seconds` by this process without asking
     again, so a revocation takes effect on every worker within that time. Unknown tokens are
-    never cached.
+    never cached. The cache is keyed by the Authorization header itself, so a cached
+    caller costs neither the header's parsing nor the token's SHA-256; it lives in this
+    process's memory only, like the request that carried it.
     """
 
     def __init__(
@@ -207,27 +209,30 @@ class IngestAuth:
         self.redis = redis
         self.cache_seconds = cache_seconds
         self.clock = clock
-        self._known: dict[str, tuple[float, str]] = {}
+        #: Authorization header -> (expiry, caller)
+        self._known: dict[str, tuple[float, Caller]] = {}
 
     def caller(self, authorization: str | None) -> Caller:
         """The caller whose token the Authorization header carries; raises 401/403."""
-        digest = token_hash(bearer_token(authorization))
         now = self.clock()
-        cached = self._known.get(digest)
+        cached = self._known.get(authorization) if authorization is not None else None
         if cached is not None and cached[0] > now:
-            return Caller(cached[1], digest)
+            return cached[1]
+        digest = token_hash(bearer_token(authorization))
         app, stored = self.redis.hmget(keys.token(digest), "app", "sha256")
         # The lookup is by digest already; comparing the stored digest in constant time
         # guards against a record filed under the wrong key.
         if app is None or stored is None or not hmac.compare_digest(text(stored), digest):
-            self._known.pop(digest, None)
+            if authorization is not None:
+                self._known.pop(authorization, None)
             raise ApiError(403, "Authorization", "unknown ingest token", code="forbidden")
-        name = text(app)
-        if self.cache_seconds > 0:
+        found = Caller(text(app), digest)
+        if self.cache_seconds > 0 and authorization is not None:
             if len(self._known) >= MAX_CACHED_TOKENS:
                 self._known = {k: v for k, v in self._known.items() if v[0] > now}
-            self._known[digest] = (now + self.cache_seconds, name)
-        return Caller(name, digest)
+            if len(self._known) < MAX_CACHED_TOKENS:  # one token's header variants: bounded
+                self._known[authorization] = (now + self.cache_seconds, found)
+        return found
 
 
 @dataclass(frozen=True)

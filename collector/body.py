@@ -103,12 +103,16 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
 
+#: One decoder for every body (json.loads with options builds a new one per call).
+_DECODE = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
 def parse_json(data: bytes) -> object:
     """Strict JSON (no NaN or Infinity); 400 naming the body otherwise."""
     if not data:
         raise bad_request("body", "is empty; expected a JSON object")
-    try:
-        return json.loads(data, parse_constant=_reject_constant)
+    try:  # the text as json.loads reads bytes (UTF-8, -16 or -32, by their first bytes)
+        return _DECODE(data.decode(json.detect_encoding(data), "surrogatepass"))
     except (ValueError, RecursionError) as error:
         raise bad_request("body", "malformed JSON", code="malformed_json") from error
 

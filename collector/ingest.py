@@ -55,8 +55,11 @@ FIELD_SLACK_BYTES = 16
 # The entry id is <window start ms>-0, or, when the stream's last id is already at or past
 # that millisecond (earlier entries of this window, or a worker with a clock ahead),
 # <last ms>-<last seq + 1>: ids stay strictly increasing and reveal only window and order.
-# XINFO STREAM's last-generated-id (not the last entry, which may have been trimmed) is what
-# XADD compares against. Redis 6.2 has no `<ms>-*` ids, hence the arithmetic here.
+# Redis 7 computes exactly that id for `<window start ms>-*` (after the stream's
+# last-generated id, which survives trimming), and refuses it when the stream is already past
+# that millisecond. Then, and on Redis 6.2, which has no `<ms>-*` ids, the id is computed
+# here from XINFO STREAM, whose reply (it holds the first and last entries) costs Redis more
+# than the rest of the script.
 # If the stream key was lost (deleted, or evicted by a misconfigured Redis) its ids would
 # restart below the checkpoint and the aggregator would never read the new entries: the
 # checkpoint is a floor for the last id too.
@@ -81,6 +84,15 @@ local function split(stream_id)
   local dash = string.find(stream_id, '-', 1, true)
   return tonumber(string.sub(stream_id, 1, dash - 1)), tonumber(string.sub(stream_id, dash + 1))
 end
+local function stored()
+  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[6], 'EXAT', ARGV[2])
+  return {0, ARGV[1]}
+end
+local checkpoint = redis.call('GET', KEYS[4])
+if not checkpoint or split(checkpoint) < tonumber(ARGV[3]) then
+  local added = redis.pcall('XADD', KEYS[2], ARGV[3] .. '-*', unpack(ARGV, 7))
+  if type(added) ~= 'table' or not added.err then return stored() end
+end
 local last_ms, last_seq = 0, 0
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local info = redis.call('XINFO', 'STREAM', KEYS[2])
@@ -91,7 +103,6 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
     end
   end
 end
-local checkpoint = redis.call('GET', KEYS[4])
 if checkpoint then
   local ms, seq = split(checkpoint)
   if ms > last_ms or (ms == last_ms and seq > last_seq) then last_ms, last_seq = ms, seq end
@@ -103,8 +114,7 @@ else
   id = string.format('%d-%d', last_ms, last_seq + 1)
 end
 redis.call('XADD', KEYS[2], id, unpack(ARGV, 7))
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[6], 'EXAT', ARGV[2])
-return {0, ARGV[1]}
+return stored()
 """
 
 

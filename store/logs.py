@@ -5,8 +5,10 @@ so a log shipper needs no parser per service."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -24,7 +26,16 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 def utc_time(created: float) -> str:
     """Unix seconds as the `time` of a line: ISO 8601, UTC, milliseconds."""
-    return datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="milliseconds")
+    second = math.floor(created)
+    micro = round((created - second) * 1_000_000)  # as datetime rounds: exact subtraction
+    second, micro = second + micro // 1_000_000, micro % 1_000_000
+    return f"{_utc_second(second)}.{micro // 1000:03d}+00:00"
+
+
+@functools.lru_cache(maxsize=1)
+def _utc_second(second: int) -> str:
+    """The date and time of a whole second: made once per second, not once per line."""
+    return datetime.fromtimestamp(second, timezone.utc).isoformat(timespec="seconds")[:-6]
 
 
 class JsonFormatter(logging.Formatter):

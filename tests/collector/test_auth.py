@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ldptel.collector import auth as auth_module
 from ldptel.collector.auth import IngestAuth, create_token, revoke_token, token_hash
 from ldptel.collector.errors import ApiError
 from ldptel.store import keys
@@ -56,6 +57,18 @@ def test_an_unknown_token_is_not_cached(redis_client: Any) -> None:
     digest = token_hash(token)
     redis_client.hset(keys.token(digest), mapping={"app": "late", "sha256": digest})
     assert status_of(auth, token) == "late"
+
+
+def test_spellings_of_one_header_cannot_grow_the_cache_past_its_cap(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache is keyed by the header as sent: "Bearer t", "bearer t", "Bearer t  "...
+    monkeypatch.setattr(auth_module, "MAX_CACHED_TOKENS", 4)
+    auth = IngestAuth(redis_client, cache_seconds=60, clock=Clock())
+    token = create_token(redis_client, "myapp")
+    for spaces in range(10):
+        assert auth.caller(f"Bearer {token}{' ' * spaces}").app == "myapp"
+    assert len(auth._known) == 4
 
 
 def test_a_record_filed_under_the_wrong_key_is_refused(redis_client: Any) -> None:
