@@ -19,6 +19,14 @@ from ldptel.collector.instance import EXTENSION, Collector
 from ldptel.collector.settings import CollectorConfig, as_config
 
 
+class CollectorFlask(Flask):
+    """Flask, for an app whose views and hooks are all plain functions."""
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        # Flask asks `inspect` whether each hook and view is a coroutine, on every request.
+        return func
+
+
 def create_app(
     config: CollectorConfig | Mapping[str, Any] | None = None,
     *,
@@ -29,7 +37,7 @@ def create_app(
     which runs its in-process collector on a simulated clock to fill past windows."""
     settings = as_config(config)
     # instance_path given: Flask cannot locate it through the editable install's finder.
-    app = Flask(__name__, instance_path=str(Path(__file__).parent))
+    app = CollectorFlask(__name__, instance_path=str(Path(__file__).parent))
     # No 308 redirects (werkzeug answers them with HTML, outside the error handlers): a path
     # with a doubled or trailing slash is simply not found.
     app.url_map.merge_slashes = False

@@ -276,6 +276,7 @@ class Ingestor:
         wait = Wait(wait_replicas, max(1, round(wait_timeout_seconds * 1000)))
         self._groups = NodeGroups(redis, self._ingest, wait)
         self._forms: dict[tuple[str, str], ReportForm] = {}
+        self._text_limits: dict[tuple[str, int], int] = {}
         self._largest: tuple[float, int] = (0.0, 0)
 
     def report_form(self, config_id: str, level: str, oracle: WireMechanism) -> ReportForm:
@@ -310,16 +311,20 @@ class Ingestor:
             raise ApiError(404, "campaign", "unknown campaign", code="unknown_campaign")
         if campaign.retired:
             raise ApiError(409, "campaign", "retired campaign", code="retired_campaign")
-        config = self.registry.config(campaign.config_id)
-        if config is None:
-            raise ApiError(409, "config_id", "unknown config", code="unknown_config")
-        widest = 0
-        for level in sorted(config.levels) or [""]:
-            oracle = self.registry.oracle(config.config_id, level)
-            if oracle is not None:
-                form = self.report_form(config.config_id, level, oracle)
-                widest = max(widest, form.text_bytes(max_reports))
-        return ENVELOPE_BYTES + widest
+        key = (campaign.config_id, max_reports)
+        limit = self._text_limits.get(key)  # configs are immutable: cached for good
+        if limit is None:
+            config = self.registry.config(campaign.config_id)
+            if config is None:
+                raise ApiError(409, "config_id", "unknown config", code="unknown_config")
+            widest = 0
+            for level in sorted(config.levels) or [""]:
+                oracle = self.registry.oracle(config.config_id, level)
+                if oracle is not None:
+                    form = self.report_form(config.config_id, level, oracle)
+                    widest = max(widest, form.text_bytes(max_reports))
+            limit = self._text_limits[key] = ENVELOPE_BYTES + widest
+        return limit
 
     def active_config(self, batch: Batch) -> CampaignConfig:
         """The config the batch is stamped with, if it is its campaign's active one."""
