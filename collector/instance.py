@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any, TypeVar
 
 import redis
-from flask import Request, request
+from flask import Request, current_app, request
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisClusterException
 from redis.retry import Retry
@@ -145,7 +145,5 @@ class Collector:
 
 def current() -> Collector:
     """The Collector of the app serving this request."""
-    from flask import current_app
-
     collector: Collector = current_app.extensions[EXTENSION]
     return collector

