@@ -477,7 +477,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sections", nargs="*", choices=[[], *SECTIONS], default=list(SECTIONS))
+    # argparse checks a `*` argument's default against the choices as one value: [] (all).
+    parser.add_argument("sections", nargs="*", choices=[[], *SECTIONS], default=[])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--before", metavar="REV", help="compare with commit REV's library")
     parser.add_argument("--turns", type=int, default=REPEATS, help="--before's turns each")
